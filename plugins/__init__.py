@@ -1,0 +1,1 @@
+"""Built-in plugins: ordinary solarserv plugins, registered like third-party ones."""

@@ -1,0 +1,3 @@
+from solarserv.cli import main
+
+raise SystemExit(main())

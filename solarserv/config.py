@@ -1,0 +1,120 @@
+"""One settings object, built from flags and the environment (a flag wins), validated at start.
+
+``SETTINGS`` is the single declarative table: the CLI's ``--help``, the README table and
+``Settings`` all come from it. Add a setting by adding one row here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field, make_dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise ValueError(f"must be 0..65535, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(f"must be greater than 0, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str  # attribute on Settings
+    env: str  # environment variable
+    flag: str | None  # CLI flag of `solarserv serve`, None when environment-only
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("host", "HOST", "--host", str, "127.0.0.1", "Interface to listen on."),
+    Setting("port", "PORT", "--port", _port, 8000, "TCP port to listen on (0 picks a free one)."),
+    Setting("data_dir", "SOLARSERV_DATA_DIR", "--data-dir", Path, Path("./var"),
+            "Directory for the SQLite key store and the gazetteer index."),
+    Setting("redis_url", "REDIS_URL", "--redis-url", str, None,
+            "Redis URL for shared rate-limit counters; unset: in-process counters."),
+    Setting("api_key_required", "API_KEY_REQUIRED", None, _bool, False,
+            "true: every API request needs a valid X-API-Key."),
+    Setting("admin_token", "ADMIN_TOKEN", None, str, None,
+            "Console login token; unset: one is generated at start and its login URL printed."),
+    Setting("trust_proxy", "TRUST_PROXY", "--trust-proxy", _bool, False,
+            "true: take the client IP from X-Forwarded-For / X-Real-IP."),
+    Setting("anon_rpm", "ANON_RPM", "--anon-rpm", _positive_int, 60,
+            "Anonymous requests per minute per client IP."),
+    Setting("geocoder", "GEOCODER", "--geocoder", str, "offline",
+            "Place-name geocoder: offline (embedded gazetteer) or a geopy service name."),
+    Setting("plugins_dir", "PLUGINS_DIR", "--plugins-dir", Path, None,
+            "Directory of extra plugin .py files to load."),
+    Setting("narratives_dir", "NARRATIVES_DIR", "--narratives-dir", Path, None,
+            "Directory of templates that override the built-in narratives."),
+    Setting("plugins_allow", "SOLARSERV_PLUGINS", None, str, None,
+            "Comma-separated allow-list of third-party plugin names; unset: all installed load."),
+    Setting("log_level", "LOG_LEVEL", "--log-level", str, "INFO", "Logging level."),
+)
+
+
+# The settings object: one frozen attribute per row of SETTINGS, defaulting to the row's default.
+# `dataclasses.replace(settings, port=0)` makes a changed copy (tests use it).
+Settings = make_dataclass(
+    "Settings",
+    [(setting.name, Any, field(default=setting.default)) for setting in SETTINGS],
+    frozen=True,
+)
+
+
+class SettingsError(ValueError):
+    """A setting's value cannot be used; the message names the variable or flag."""
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Give `parser` one flag per setting that has one (values stay strings until `load`)."""
+    for setting in SETTINGS:
+        if setting.flag:
+            parser.add_argument(setting.flag, dest=setting.name, default=None, metavar=setting.env,
+                                help=f"{setting.help} (env {setting.env}; default {setting.default})")
+
+
+def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> Any:
+    """Settings from flags (winning) and the environment, each value parsed and validated."""
+    environ = os.environ if environ is None else environ
+    flags = flags or {}
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw, source = flags.get(setting.name), setting.flag
+        if raw is None:
+            raw, source = environ.get(setting.env), setting.env
+        if raw is None or raw == "":
+            values[setting.name] = setting.default
+            continue
+        try:
+            values[setting.name] = setting.parse(raw) if isinstance(raw, str) else raw
+        except ValueError as exc:
+            raise SettingsError(f"{source}={raw!r}: {exc}") from None
+    return Settings(**values)

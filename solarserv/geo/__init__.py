@@ -1,0 +1,31 @@
+"""Where things are: geocoders (place name → places, coordinates → display name) and timezones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from solarserv.models import Place
+
+
+@dataclass(frozen=True)
+class Located:
+    """The place a name resolved to, with plain sentences on how it was chosen (for validation)."""
+
+    place: Place
+    notes: tuple[str, ...] = ()
+    # True when the name matched several places in one country and the most populous was taken.
+    chosen_among_several: bool = False
+
+
+class Geocoder(Protocol):
+    name: str
+
+    async def locate(self, place_name: str) -> Located:
+        """Resolve a free-text name. Raises ApiError PLACE_NOT_FOUND (404), AMBIGUOUS_LOCATION (409,
+        with candidates), or GEOCODER_UNAVAILABLE (503) when an online provider fails."""
+        ...
+
+    async def describe(self, latitude: float, longitude: float) -> Place | None:
+        """A place to show for coordinates (display only); None when nothing sensible is near."""
+        ...

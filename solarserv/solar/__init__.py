@@ -1,0 +1,20 @@
+"""Astronomy as pure functions of (instant, latitude, longitude): no HTTP, no civil time, no I/O per call.
+
+A ``SunEngine`` answers one instant and place with a ``SunState``. The reference engine is per-call
+skyfield with JPL DE421; faster engines must agree with it (tests hold the bounds).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+from solarserv.models import SunState
+
+
+class SunEngine(Protocol):
+    name: str  # shown in the result's calculation block, e.g. "JPL DE421 via skyfield"
+
+    def sun_state(self, instant: dt.datetime, latitude: float, longitude: float) -> SunState:
+        """The Sun at an aware UTC instant, seen from a place at sea level on the WGS84 ellipsoid."""
+        ...
