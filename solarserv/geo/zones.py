@@ -1,0 +1,122 @@
+"""IANA timezones, always from the ``tzdata`` PyPI package — never the system's zoneinfo files.
+
+``zoneinfo.ZoneInfo(name)`` prefers ``/usr/share/zoneinfo`` when it exists, and system builds can
+differ from the package: Debian's includes the "backzone" data, so Europe/Amsterdam in 1935 reads
+Amsterdam Mean Time (+01:19:32 in summer) there and Brussels time (+01:00) in the package. Reading the
+package's files directly makes every answer depend on one known release, ``TZDATA_VERSION``.
+
+Everything is read once and cached: a ``ZoneInfo`` per name, and the package's zone list, link table
+and country tables.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from importlib.resources.abc import Traversable
+from zoneinfo import ZoneInfo
+
+import tzdata
+
+from solarserv.errors import ApiError
+
+#: The IANA release of the data every answer is computed from, e.g. "2026f".
+TZDATA_VERSION: str = tzdata.IANA_VERSION
+
+_PACKAGE = importlib.resources.files("tzdata")
+_ZONEINFO_DIR = importlib.resources.files("tzdata.zoneinfo")
+
+
+def _read_text(resource: Traversable) -> str:
+    return resource.read_text(encoding="utf-8")
+
+
+@functools.cache
+def zone_names() -> frozenset[str]:
+    """Every name the package can load: canonical zones and their links (``Eire``, ``US/Eastern``…)."""
+    return frozenset(_read_text(_PACKAGE / "zones").split())
+
+
+def has_zone(name: str) -> bool:
+    """Whether the tzdata package has a zone (or link) of this name."""
+    return name in zone_names()
+
+
+def unknown_zone(name: str) -> ApiError:
+    """The error for a zone name the installed tzdata does not have.
+
+    Zone names never come from the client directly: they come from the gazetteer or from
+    timezonefinder, whose data can be newer than the tzdata package. Retrying cannot help, so this
+    reports it as the timezone failing to resolve, naming the release that lacks it.
+    """
+    return ApiError(
+        "TIMEZONE_RESOLUTION_FAILED",
+        422,
+        f"timezone {name!r} is not in the IANA tzdata release {TZDATA_VERSION} this service uses",
+    )
+
+
+@functools.cache
+def zone(name: str) -> ZoneInfo:
+    """The zone called ``name``, loaded from the tzdata package. Raises ``unknown_zone(name)``."""
+    # Checking the package's own list first also keeps names like "../x" away from the file system.
+    if not has_zone(name):
+        raise unknown_zone(name)
+    with (_ZONEINFO_DIR / name).open("rb") as tzif:
+        return ZoneInfo.from_file(tzif, key=name)
+
+
+@functools.cache
+def _links() -> dict[str, str]:
+    """Link name → the name it points at, from the ``L TARGET LINK`` lines of the package's tzdata.zi."""
+    links = {}
+    for line in _read_text(_ZONEINFO_DIR / "tzdata.zi").splitlines():
+        if line.startswith("L "):
+            _, target, link = line.split()
+            links[link] = target
+    return links
+
+
+def canonical_zone(name: str) -> str:
+    """The zone a link stands for (``Europe/Amsterdam`` → ``Europe/Brussels``); other names unchanged.
+
+    Two names with the same canonical zone follow the same clock rules in tzdata's main data
+    (which merges zones that have agreed since 1970).
+    """
+    links = _links()
+    while name in links:
+        name = links[name]
+    return name
+
+
+def _tab_rows(file_name: str) -> list[list[str]]:
+    """The tab-separated rows of one of the package's .tab files, comments left out."""
+    text = _read_text(_ZONEINFO_DIR / file_name)
+    return [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+
+
+@functools.cache
+def _zone_countries() -> dict[str, str]:
+    # zone.tab gives one country per zone (including links such as Europe/Vatican → VA). zone1970.tab
+    # lists every country that shares a zone, most populous first; it only fills names zone.tab lacks.
+    countries = {row[2]: row[0].split(",")[0] for row in _tab_rows("zone1970.tab")}
+    countries.update({row[2]: row[0] for row in _tab_rows("zone.tab")})
+    return countries
+
+
+def country_of_zone(name: str) -> str | None:
+    """Two-letter country code of a zone (``Asia/Kathmandu`` → ``NP``), following links
+    (``Eire`` → ``IE``); None for zones of no country (``Etc/UTC``, ocean zones)."""
+    countries = _zone_countries()
+    return countries.get(name) or countries.get(canonical_zone(name))
+
+
+@functools.cache
+def _country_names() -> dict[str, str]:
+    return {row[0]: row[1] for row in _tab_rows("iso3166.tab")}
+
+
+def country_name(code: str) -> str | None:
+    """The country's name as tzdata's iso3166.tab spells it (``FR`` → ``France``, ``GB`` →
+    ``Britain (UK)``); None for an unknown code."""
+    return _country_names().get(code.upper())
