@@ -1,0 +1,149 @@
+"""Turn the request fields (a JSON object, or query parameters) into a validated SolarQuery.
+
+Shape problems (not an object, a field of the wrong type, a required field missing) raise
+``errors.malformed`` (400); well-formed but unacceptable values raise ``errors.invalid`` (422). The
+GET alias answers both with 400 (spec: invalid query parameters give 400). Unknown fields are ignored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from solarserv.errors import invalid, malformed
+from solarserv.models import SolarQuery
+from solarserv.solar.ephemeris import SUPPORTED_FIRST_DATE, SUPPORTED_LAST_DATE
+
+PLACE_NAME_MAX_LENGTH = 200
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TIME = re.compile(r"([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?")
+
+
+def parse_json_fields(body: Any) -> SolarQuery:
+    """A POST body, already decoded from JSON: numbers must be JSON numbers, text JSON strings."""
+    if not isinstance(body, dict):
+        raise malformed("The request body must be a JSON object with the fields date, local_time and "
+                        "either place_name or latitude and longitude.")
+    return _parse(body, _json_number)
+
+
+def parse_query_fields(arguments: Mapping[str, list[bytes]]) -> SolarQuery:
+    """GET query parameters (Tornado's request.query_arguments): numbers arrive as text."""
+    fields: dict[str, Any] = {}
+    for name, values in arguments.items():
+        if len(values) > 1:
+            raise malformed(f"The query parameter {name} is given {len(values)} times; give it once.")
+        try:
+            fields[name] = values[0].decode("utf-8")
+        except UnicodeDecodeError:
+            raise malformed(f"The query parameter {name} is not valid UTF-8.") from None
+    return _parse(fields, _text_number)
+
+
+def _parse(fields: Mapping[str, Any], number: Any) -> SolarQuery:
+    date_text = _required_string(fields, "date")
+    time_text = _required_string(fields, "local_time")
+    place_name = _optional_string(fields, "place_name")
+    latitude = number(fields, "latitude")
+    longitude = number(fields, "longitude")
+
+    date = _parse_date(date_text)
+    local_time = _parse_time(time_text)
+    has_coordinates = latitude is not None or longitude is not None
+    if place_name is not None and has_coordinates:
+        raise invalid("Give either place_name or latitude and longitude, not both.")
+    if place_name is None and not has_coordinates:
+        raise malformed("Give either place_name, or latitude and longitude.")
+    if place_name is not None:
+        return SolarQuery(date, local_time, place_name=_check_place_name(place_name))
+    if latitude is None or longitude is None:
+        missing = "longitude" if longitude is None else "latitude"
+        raise invalid(f"latitude and longitude must be given together; {missing} is missing.")
+    _check_range("latitude", latitude, 90)
+    _check_range("longitude", longitude, 180)
+    return SolarQuery(date, local_time, latitude=latitude, longitude=longitude)
+
+
+def _required_string(fields: Mapping[str, Any], name: str) -> str:
+    if name not in fields or fields[name] is None:
+        raise malformed(f"The field {name} is required.")
+    value = fields[name]
+    if not isinstance(value, str):
+        raise malformed(f"The field {name} must be a string.")
+    return value
+
+
+def _optional_string(fields: Mapping[str, Any], name: str) -> str | None:
+    if fields.get(name) is None:
+        return None
+    return _required_string(fields, name)
+
+
+def _json_number(fields: Mapping[str, Any], name: str) -> float | None:
+    value = fields.get(name)
+    if value is None:
+        return None
+    # bool is an int subclass in Python; true/false are not coordinates.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise malformed(f"The field {name} must be a JSON number of decimal degrees.")
+    return _finite(name, float(value))
+
+
+def _text_number(fields: Mapping[str, Any], name: str) -> float | None:
+    text = fields.get(name)
+    if text is None:
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise malformed(f"The parameter {name} must be a number of decimal degrees, got {text!r}.") from None
+    return _finite(name, value)
+
+
+def _finite(name: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise invalid(f"{name} must be a finite number.")
+    return value
+
+
+def _check_range(name: str, value: float, limit: int) -> None:
+    if not -limit <= value <= limit:
+        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {value:g}.")
+
+
+def _parse_date(text: str) -> dt.date:
+    if not _DATE.fullmatch(text):
+        raise invalid(f"date must be YYYY-MM-DD, got {text!r}.")
+    try:
+        date = dt.date.fromisoformat(text)
+    except ValueError:
+        raise invalid(f"date {text} is not a real calendar date.") from None
+    if not SUPPORTED_FIRST_DATE <= date <= SUPPORTED_LAST_DATE:
+        raise invalid(f"date {text} is outside the supported range {SUPPORTED_FIRST_DATE} to "
+                      f"{SUPPORTED_LAST_DATE} (the span of the JPL DE421 ephemeris used).")
+    return date
+
+
+def _parse_time(text: str) -> dt.time:
+    match = _TIME.fullmatch(text)
+    if not match:
+        raise invalid(f"local_time must be HH:MM or HH:MM:SS (24-hour), got {text!r}.")
+    hour, minute, second = (int(part or 0) for part in match.groups())
+    if hour > 23 or minute > 59 or second > 59:
+        raise invalid(f"local_time {text} is not a time of day (hours 00-23, minutes and seconds 00-59).")
+    return dt.time(hour, minute, second)
+
+
+def _check_place_name(raw: str) -> str:
+    name = raw.strip()
+    if not name:
+        raise invalid("place_name must not be empty.")
+    if len(name) > PLACE_NAME_MAX_LENGTH:
+        raise invalid(f"place_name must be at most {PLACE_NAME_MAX_LENGTH} characters, got {len(name)}.")
+    if any(unicodedata.category(char) in {"Cc", "Cs", "Co", "Cn"} for char in name):
+        raise invalid("place_name must not contain control or unassigned characters.")
+    return name

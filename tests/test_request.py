@@ -1,0 +1,133 @@
+"""Input rules (DESIGN §4): what is accepted, and 400 (shape) versus 422 (value) for what is not."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from solarserv.errors import ApiError
+from solarserv.request import parse_json_fields, parse_query_fields
+
+PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
+
+
+def query_args(fields: dict) -> dict[str, list[bytes]]:
+    return {name: [str(value).encode()] for name, value in fields.items()}
+
+
+def rejected(parse, fields) -> ApiError:
+    with pytest.raises(ApiError) as caught:
+        parse(fields)
+    assert caught.value.code == "INVALID_REQUEST"
+    return caught.value
+
+
+def test_coordinate_mode_parses_numbers_and_seconds_default_to_zero():
+    query = parse_json_fields(PARIS)
+    assert query.date == dt.date(2026, 7, 14)
+    assert query.local_time == dt.time(14, 30, 0)
+    assert (query.latitude, query.longitude, query.place_name) == (48.8566, 2.3522, None)
+    assert query.by_coordinates
+
+
+def test_get_and_post_give_the_same_query():
+    assert parse_query_fields(query_args(PARIS)) == parse_json_fields(PARIS)
+
+
+def test_place_name_is_trimmed_and_unknown_fields_are_ignored():
+    query = parse_json_fields({"date": "2026-07-14", "local_time": "14:30:15", "place_name": "  Paris ",
+                               "colour": "blue"})
+    assert query.place_name == "Paris"
+    assert query.local_time == dt.time(14, 30, 15)
+
+
+def test_integer_coordinates_are_numbers():
+    assert parse_json_fields({**PARIS, "latitude": 48, "longitude": -2}).latitude == 48.0
+
+
+@pytest.mark.parametrize("body", [[], "text", 3, None])
+def test_body_not_an_object_is_400(body):
+    assert rejected(parse_json_fields, body).status == 400
+
+
+@pytest.mark.parametrize("field", ["date", "local_time"])
+def test_missing_required_field_is_400_naming_it(field):
+    fields = {name: value for name, value in PARIS.items() if name != field}
+    error = rejected(parse_json_fields, fields)
+    assert error.status == 400 and field in error.message
+
+
+@pytest.mark.parametrize("field,value", [
+    ("latitude", "48.8"), ("longitude", True), ("date", 20260714), ("local_time", 1430), ("latitude", [1]),
+])
+def test_wrong_json_type_is_400_naming_the_field(field, value):
+    error = rejected(parse_json_fields, {**PARIS, field: value})
+    assert error.status == 400 and field in error.message
+
+
+def test_neither_mode_is_400():
+    assert rejected(parse_json_fields, {"date": "2026-07-14", "local_time": "14:30"}).status == 400
+
+
+@pytest.mark.parametrize("changes,words", [
+    ({"latitude": 90.5}, "latitude must be between -90 and 90"),
+    ({"longitude": -180.01}, "longitude must be between -180 and 180"),
+    ({"latitude": 1e400}, "finite"),
+    ({"date": "2026-02-30"}, "not a real calendar date"),
+    ({"date": "2026-7-14"}, "YYYY-MM-DD"),
+    ({"date": "14/07/2026"}, "YYYY-MM-DD"),
+    ({"date": "١٩٩٠-٠١-٠١"}, "YYYY-MM-DD"),
+    ({"date": "1899-12-31"}, "outside the supported range 1900-01-01 to 2050-12-31"),
+    ({"date": "2051-01-01"}, "outside the supported range"),
+    ({"local_time": "24:00"}, "not a time of day"),
+    ({"local_time": "12:60"}, "not a time of day"),
+    ({"local_time": "12:00:60"}, "not a time of day"),
+    ({"local_time": "2:30"}, "HH:MM"),
+    ({"local_time": "14:30:00.5"}, "HH:MM"),
+    ({"local_time": "2pm"}, "HH:MM"),
+    ({"place_name": "Paris"}, "not both"),
+    ({"longitude": None}, "longitude is missing"),
+])
+def test_well_formed_but_invalid_values_are_422_with_the_rule(changes, words):
+    error = rejected(parse_json_fields, {**PARIS, **changes})
+    assert error.status == 422
+    assert words in error.message
+
+
+@pytest.mark.parametrize("name,words", [
+    ("   ", "must not be empty"),
+    ("x" * 201, "at most 200 characters"),
+    ("Par\x00is", "control"),
+    ("Paris\n", None),  # trailing whitespace, including a newline, is trimmed
+])
+def test_place_name_rules(name, words):
+    fields = {"date": "2026-07-14", "local_time": "14:30", "place_name": name}
+    if words is None:
+        assert parse_json_fields(fields).place_name == "Paris"
+    else:
+        error = rejected(parse_json_fields, fields)
+        assert error.status == 422 and words in error.message
+
+
+def test_place_name_may_hold_a_zero_width_non_joiner():
+    # Persian names use U+200C inside words; it is a format character, not a control character.
+    name = "\u0645\u06cc\u200c\u0634\u0647\u0631"
+    fields = {"date": "2026-07-14", "local_time": "14:30", "place_name": name}
+    assert parse_json_fields(fields).place_name == name
+
+
+@pytest.mark.parametrize("text", ["abc", "", "1,5", "nan", "inf"])
+def test_query_numbers_that_are_not_finite_numbers_are_rejected(text):
+    error = rejected(parse_query_fields, query_args({**PARIS, "latitude": text}))
+    assert "latitude" in error.message
+
+
+def test_repeated_query_parameter_is_rejected():
+    arguments = {**query_args(PARIS), "date": [b"2026-07-14", b"2026-07-15"]}
+    assert "given 2 times" in rejected(parse_query_fields, arguments).message
+
+
+def test_query_parameter_that_is_not_utf8_is_rejected():
+    arguments = {**query_args(PARIS), "date": [b"\xff\xfe"]}
+    assert "UTF-8" in rejected(parse_query_fields, arguments).message
