@@ -1,0 +1,82 @@
+"""The reference engine: per-call skyfield with JPL DE421. Slow, exact; faster engines are held to it.
+
+Definitions (DESIGN §3):
+
+* true solar time = local apparent hour angle of the Sun + 12 h (mod 24 h), where the hour angle is
+  Greenwich apparent sidereal time + longitude/15 − the Sun's apparent geocentric right ascension of date.
+  The Earth's angle comes from UT1, chosen by ``ephemeris.skyfield_time``.
+* equation of time = true solar time − (UTC + longitude/15 h), wrapped to (−720, 720] minutes. It includes
+  UT1 − UTC (< 0.9 s), so local clock time + EoT + longitude correction − DST is the sundial reading to the
+  second.
+* declination: apparent geocentric, of date.
+* azimuth / elevation: topocentric apparent position from sea level on the WGS84 ellipsoid, refracted for
+  10 °C and 1010 hPa (skyfield's ``altaz``), azimuth 0 = north, clockwise.
+
+Why the hour angle is geocentric: seen from the surface, the Sun is displaced by parallax (at most its
+horizontal parallax, 8.8″), which moves the hour angle by less than 0.6 s of time. Taking the geocentric
+hour angle makes the equation of time a property of the instant alone — the same number everywhere, the
+number almanacs tabulate — so the breakdown "EoT + longitude correction − DST" holds exactly instead of
+carrying a place-dependent sub-second remainder. Azimuth and elevation, which describe what an observer
+sees, are topocentric.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from skyfield.api import wgs84
+
+from solarserv.models import SunState
+from solarserv.solar.ephemeris import EPHEMERIS_NAME, ephemeris, skyfield_time
+
+SECONDS_PER_DAY = 86400.0
+STANDARD_TEMPERATURE_C = 10.0
+STANDARD_PRESSURE_MBAR = 1010.0
+
+
+def seconds_of_day(seconds: float) -> float:
+    """Wrap a time in seconds into [0, 86400); float rounding can turn −1e-12 % 86400 into 86400.0."""
+    wrapped = seconds % SECONDS_PER_DAY
+    return 0.0 if wrapped >= SECONDS_PER_DAY else wrapped
+
+
+def signed_seconds(seconds: float) -> float:
+    """Wrap a time difference in seconds into (−43200, 43200]."""
+    half_day = SECONDS_PER_DAY / 2
+    return seconds - SECONDS_PER_DAY * math.ceil((seconds - half_day) / SECONDS_PER_DAY)
+
+
+class SkyfieldEngine:
+    """``SunEngine`` computing every call from scratch with skyfield (about 2 ms per call)."""
+
+    name = f"{EPHEMERIS_NAME} via skyfield"
+
+    def sun_state(self, instant: dt.datetime, latitude: float, longitude: float) -> SunState:
+        t = skyfield_time(instant)
+        bodies = ephemeris()
+        earth, sun = bodies["earth"], bodies["sun"]
+
+        right_ascension, declination, _ = earth.at(t).observe(sun).apparent().radec(epoch="date")
+        hour_angle_hours = t.gast + longitude / 15 - right_ascension.hours
+        true_solar_seconds = seconds_of_day((hour_angle_hours + 12) * 3600)
+
+        utc = instant.astimezone(dt.UTC)
+        utc_seconds = utc.hour * 3600 + utc.minute * 60 + utc.second + utc.microsecond / 1e6
+        local_mean_seconds = utc_seconds + longitude * 240  # 24 h / 360° = 240 s per degree
+        equation_of_time_seconds = signed_seconds(true_solar_seconds - local_mean_seconds)
+
+        observer = earth + wgs84.latlon(latitude, longitude)
+        elevation, azimuth, _ = (
+            observer.at(t)
+            .observe(sun)
+            .apparent()
+            .altaz(temperature_C=STANDARD_TEMPERATURE_C, pressure_mbar=STANDARD_PRESSURE_MBAR)
+        )
+        return SunState(
+            true_solar_seconds=float(true_solar_seconds),
+            equation_of_time_minutes=float(equation_of_time_seconds) / 60,
+            declination=float(declination.degrees),
+            azimuth=float(azimuth.degrees) % 360.0,
+            elevation=float(elevation.degrees),
+        )

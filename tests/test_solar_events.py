@@ -1,0 +1,219 @@
+"""Sunrise, solar noon and sunset from the reference engine, against NREL SPA (pvlib), and the polar cases."""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+
+import pandas as pd
+import pvlib
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solarserv.models import SolarEvents, SunState
+from solarserv.solar.ephemeris import skyfield_time
+from solarserv.solar.events import STANDARD_ALTITUDE_DEGREES, solar_events
+from solarserv.solar.reference import SkyfieldEngine, signed_seconds
+
+ENGINE = SkyfieldEngine()
+# The standard altitude is geocentric; SPA's elevation is topocentric, lower by the Sun's parallax
+# (8.8″ × cos altitude ≈ 0.0024° at the horizon).
+SOLAR_PARALLAX_DEGREES = 8.794 / 3600
+# While the Sun's centre is above −0.8333° geometric, its upper limb is above the horizon: the engine's
+# refracted elevation of the centre is then above −16′ (the Sun's semi-diameter).
+UPPER_LIMB_ON_HORIZON_ELEVATION = -16 / 60
+
+
+class CountingEngine:
+    """The reference engine, counting the calls ``solar_events`` makes."""
+
+    name = ENGINE.name
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def sun_state(self, instant: dt.datetime, latitude: float, longitude: float) -> SunState:
+        self.calls += 1
+        return ENGINE.sun_state(instant, latitude, longitude)
+
+
+def civil_day(zone: str, date: dt.date) -> tuple[dt.datetime, dt.datetime]:
+    """Local midnight to the next local midnight, in UTC (23 or 25 hours on DST change days)."""
+    tz = zoneinfo.ZoneInfo(zone)
+    return tuple(  # type: ignore[return-value]
+        dt.datetime.combine(day, dt.time(0), tz).astimezone(dt.UTC)
+        for day in (date, date + dt.timedelta(days=1))
+    )
+
+
+def events_for(zone: str, date: str, latitude: float, longitude: float, engine=ENGINE) -> SolarEvents:
+    start, end = civil_day(zone, dt.date.fromisoformat(date))
+    return solar_events(engine, start, end, latitude, longitude)
+
+
+def spa_event_seconds_apart(kind: str, instant: dt.datetime, latitude: float, longitude: float) -> float:
+    """Seconds from SPA's sunrise / transit / sunset to ``instant``, both read as times of the UT day.
+
+    SPA (Reda & Andreas 2004, appendix A.2) finds each event as a fraction m of the UT day, limited to
+    0 ≤ m < 1: the sunrise that happens on that UT day. pvlib then shifts a sunrise or sunset by a whole
+    day when it belongs to the solar day of a neighbouring transit, without recomputing it (so the shifted
+    value is off by a day's change, up to a minute). The time of day is SPA's own answer.
+    """
+    day = pd.DatetimeIndex([pd.Timestamp(instant.date(), tz="UTC")])
+    delta_t = float(skyfield_time(instant).delta_t)
+    frame = pvlib.solarposition.sun_rise_set_transit_spa(day, latitude, longitude, delta_t=delta_t)
+    spa = frame[kind].iloc[0].to_pydatetime(warn=False)  # ns → µs
+    return signed_seconds((instant - spa).total_seconds())
+
+
+def spa_geometric_elevation(instant: dt.datetime, latitude: float, longitude: float) -> float:
+    delta_t = float(skyfield_time(instant).delta_t)
+    frame = pvlib.solarposition.spa_python(pd.DatetimeIndex([instant]), latitude, longitude, delta_t=delta_t)
+    return float(frame["elevation"].iloc[0])
+
+
+# (zone, civil date, latitude, longitude): ordinary days where SPA's rise/set algorithm is at its best.
+MID_LATITUDE_DAYS = [
+    ("Europe/Paris", "2024-06-21", 48.8566, 2.3522),
+    ("Europe/Paris", "2024-03-31", 48.8566, 2.3522),  # 23-hour day (spring forward)
+    ("Europe/Paris", "2024-10-27", 48.8566, 2.3522),  # 25-hour day (fall back)
+    ("Asia/Kathmandu", "2024-03-01", 27.7172, 85.3240),
+    ("Asia/Shanghai", "2026-07-14", 39.4704, 75.9898),  # Kashgar: noon near 15:00 on the clock
+    ("Pacific/Kiritimati", "2024-03-01", 1.8721, -157.4278),
+    ("Pacific/Apia", "2024-01-10", -13.8333, -171.7667),
+    ("Australia/Adelaide", "2025-01-10", -34.9285, 138.6007),
+    ("America/St_Johns", "2024-11-03", 47.5615, -52.7126),
+    ("America/Guayaquil", "2024-03-20", -0.1807, -78.4678),
+    ("America/New_York", "1905-07-04", 40.7128, -74.0060),
+    ("Asia/Tokyo", "2045-12-21", 35.6762, 139.6503),
+]
+
+
+@pytest.mark.parametrize(("zone", "date", "latitude", "longitude"), MID_LATITUDE_DAYS)
+def test_events_match_spa(zone, date, latitude, longitude):
+    events = events_for(zone, date, latitude, longitude)
+    assert events.state == "normal"
+    for kind, ours in [
+        ("sunrise", events.sunrise),
+        ("transit", events.solar_noon),
+        ("sunset", events.sunset),
+    ]:
+        # Both use −0.8333° geocentric; the rest is ephemeris detail and UT1 − UTC (< 0.9 s).
+        assert abs(spa_event_seconds_apart(kind, ours, latitude, longitude)) < 5, kind
+
+
+@pytest.mark.parametrize(("zone", "date", "latitude", "longitude"), MID_LATITUDE_DAYS)
+def test_solar_noon_reads_twelve_on_the_sundial_and_lies_in_the_civil_day(zone, date, latitude, longitude):
+    events = events_for(zone, date, latitude, longitude)
+    start, end = civil_day(zone, dt.date.fromisoformat(date))
+    assert start <= events.solar_noon < end
+    assert ENGINE.sun_state(events.solar_noon, latitude, longitude).true_solar_seconds == pytest.approx(
+        43200, abs=0.01
+    )
+    assert events.sunrise < events.solar_noon < events.sunset
+
+
+@pytest.mark.parametrize(
+    ("zone", "date", "latitude", "longitude", "state"),
+    [
+        ("Arctic/Longyearbyen", "2025-06-21", 78.2232, 15.6267, "polar_day"),
+        ("Arctic/Longyearbyen", "2025-12-21", 78.2232, 15.6267, "polar_night"),
+        ("Europe/Oslo", "2024-06-21", 69.6492, 18.9553, "polar_day"),
+        ("Europe/Oslo", "2024-12-21", 69.6492, 18.9553, "polar_night"),
+        ("Antarctica/McMurdo", "2024-12-21", -77.8460, 166.6760, "polar_day"),
+        ("Antarctica/McMurdo", "2024-06-21", -77.8460, 166.6760, "polar_night"),
+    ],
+)
+def test_polar_day_and_night(zone, date, latitude, longitude, state):
+    events = events_for(zone, date, latitude, longitude)
+    assert (events.state, events.sunrise, events.sunset) == (state, None, None)
+    noon = ENGINE.sun_state(events.solar_noon, latitude, longitude)
+    assert noon.true_solar_seconds == pytest.approx(43200, abs=0.01)
+    if state == "polar_night":
+        assert noon.elevation < 0
+        assert events.day_length_minutes == 0
+    else:
+        midnight = ENGINE.sun_state(events.solar_noon + dt.timedelta(hours=12), latitude, longitude)
+        assert midnight.elevation > UPPER_LIMB_ON_HORIZON_ELEVATION
+        assert events.day_length_minutes == 24 * 60
+
+
+def test_sunset_after_local_midnight_belongs_to_the_day_it_ends():
+    # Tromsø, four days before the midnight Sun: the Sun sets at 00:12 on the 17th. It is the 16th's
+    # sunset (the day length is sunset − sunrise of one solar day), returned with its own date.
+    oslo = zoneinfo.ZoneInfo("Europe/Oslo")
+    events = events_for("Europe/Oslo", "2024-05-16", 69.6492, 18.9553)
+    assert events.state == "normal"
+    assert events.sunrise.astimezone(oslo).date() == dt.date(2024, 5, 16)
+    assert events.sunset.astimezone(oslo).date() == dt.date(2024, 5, 17)
+    assert 22 * 60 < events.day_length_minutes < 23 * 60
+
+
+def test_first_day_of_the_midnight_sun_has_a_sunrise_and_no_sunset():
+    events = events_for("Europe/Oslo", "2024-05-17", 69.6492, 18.9553)
+    assert (events.state, events.sunset) == ("normal", None)
+    assert events.sunrise < events.solar_noon
+    midnight_after = ENGINE.sun_state(events.solar_noon + dt.timedelta(hours=12), 69.6492, 18.9553)
+    assert midnight_after.elevation > UPPER_LIMB_ON_HORIZON_ELEVATION
+
+
+def test_last_day_of_the_midnight_sun_has_a_sunset_and_no_sunrise():
+    events = events_for("Europe/Oslo", "2024-07-25", 69.6492, 18.9553)
+    assert (events.state, events.sunrise) == ("normal", None)
+    assert events.sunset > events.solar_noon
+    midnight_before = ENGINE.sun_state(events.solar_noon - dt.timedelta(hours=12), 69.6492, 18.9553)
+    assert midnight_before.elevation > UPPER_LIMB_ON_HORIZON_ELEVATION
+
+
+@pytest.mark.parametrize(
+    ("zone", "date", "latitude", "longitude"),
+    [
+        ("Europe/Oslo", "2024-05-16", 69.6492, 18.9553),  # sunset after local midnight
+        ("Europe/Oslo", "2024-05-17", 69.6492, 18.9553),  # night of a few minutes before the midnight Sun
+        ("Europe/Oslo", "2024-11-26", 69.6492, 18.9553),  # the Sun is up for 51 minutes
+        ("Antarctica/McMurdo", "2024-02-20", -77.8460, 166.6760),
+        ("Etc/UTC", "2024-03-18", 90.0, 0.0),  # the North Pole at the end of its night
+        ("Etc/UTC", "2024-03-18", 89.9, 0.0),
+    ],
+)
+def test_grazing_events_find_the_standard_altitude(zone, date, latitude, longitude):
+    # Where the Sun barely crosses the line, clock times are ill-conditioned (and SPA's own rise/set
+    # routine drifts by a minute); what must hold is the altitude at the instants found.
+    events = events_for(zone, date, latitude, longitude)
+    found = [event for event in (events.sunrise, events.sunset) if event is not None]
+    assert found
+    for event in found:
+        elevation = spa_geometric_elevation(event, latitude, longitude)
+        assert elevation == pytest.approx(STANDARD_ALTITUDE_DEGREES - SOLAR_PARALLAX_DEGREES, abs=0.003)
+
+
+def test_events_take_about_ten_engine_calls():
+    for zone, date, latitude, longitude in MID_LATITUDE_DAYS:
+        engine = CountingEngine()
+        events_for(zone, date, latitude, longitude, engine=engine)
+        assert engine.calls <= 10, (zone, date, engine.calls)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    date=st.dates(min_value=dt.date(1900, 1, 2), max_value=dt.date(2050, 12, 30)),
+    latitude=st.floats(min_value=-90, max_value=90),
+    longitude=st.floats(min_value=-180, max_value=180),
+)
+def test_events_are_always_a_consistent_answer(date, latitude, longitude):
+    start = dt.datetime.combine(date, dt.time(0), dt.UTC) - dt.timedelta(hours=round(longitude / 15))
+    engine = CountingEngine()
+    events = solar_events(engine, start, start + dt.timedelta(days=1), latitude, longitude)
+    assert events.state in {"normal", "polar_day", "polar_night"}
+    assert abs(events.solar_noon - (start + dt.timedelta(hours=12))) < dt.timedelta(hours=1)
+    if events.state == "normal":
+        assert events.sunrise is not None or events.sunset is not None
+    else:
+        assert events.sunrise is None and events.sunset is None
+    half_day = dt.timedelta(hours=12, minutes=1)
+    if events.sunrise is not None:
+        assert events.solar_noon - half_day < events.sunrise < events.solar_noon
+    if events.sunset is not None:
+        assert events.solar_noon < events.sunset < events.solar_noon + half_day
+    assert engine.calls <= 25

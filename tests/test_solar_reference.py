@@ -1,0 +1,308 @@
+"""The reference engine against NREL SPA (pvlib), published equation-of-time values, and the time-scale rule.
+
+SPA and skyfield are independent implementations (VSOP87 + IAU 1980 nutation versus JPL DE421 + IAU 2000A),
+so agreement to a fraction of a second of solar time and 0.001° of position says both define and compute
+the same thing. To compare one physical instant, SPA gets a time stamp equal to the instant's UT1 and
+ΔT = TT − UT1 as skyfield has it at that instant.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pvlib
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solarserv.solar import ephemeris, reference
+from solarserv.solar.ephemeris import (
+    iers_table_coverage,
+    julian_date,
+    skyfield_time,
+    timescale,
+    ut1_minus_utc_seconds,
+)
+from solarserv.solar.reference import SkyfieldEngine, signed_seconds
+
+ENGINE = SkyfieldEngine()
+SPA_PRESSURE_PA = 101000  # the engine's 1010 hPa
+SPA_TEMPERATURE_C = 10
+SPA_REFRACTION_CUTOFF = -(0.26667 + 0.5667)  # SPA refracts only when its geometric elevation is above this
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    zone: str
+    local: str  # civil date-time in the zone, ISO format
+    latitude: float
+    longitude: float
+
+    @property
+    def instant(self) -> dt.datetime:
+        naive = dt.datetime.fromisoformat(self.local)
+        return naive.replace(tzinfo=zoneinfo.ZoneInfo(self.zone)).astimezone(dt.UTC)
+
+
+CASES = [
+    Case("Paris, summer time", "Europe/Paris", "2026-07-14T14:30", 48.8566, 2.3522),
+    Case("Paris, winter", "Europe/Paris", "2026-01-15T09:00", 48.8566, 2.3522),
+    Case("Kashgar on Beijing time", "Asia/Shanghai", "2026-07-14T14:30", 39.4704, 75.9898),
+    Case("Kathmandu +05:45", "Asia/Kathmandu", "2024-03-01T12:00", 27.7172, 85.3240),
+    Case("Kathmandu near midnight", "Asia/Kathmandu", "2024-11-03T23:55", 27.7172, 85.3240),
+    Case("Delhi +05:30", "Asia/Kolkata", "2024-06-21T12:00", 28.6139, 77.2090),
+    Case("Mumbai 1950", "Asia/Kolkata", "1950-02-12T18:30", 19.0760, 72.8777),
+    Case("Adelaide +10:30 summer time", "Australia/Adelaide", "2025-01-10T07:15", -34.9285, 138.6007),
+    Case("Adelaide +09:30 winter", "Australia/Adelaide", "2025-06-20T16:40", -34.9285, 138.6007),
+    Case("Chatham +13:45 summer time", "Pacific/Chatham", "2025-12-20T05:30", -43.9535, -176.5597),
+    Case("Chatham +12:45 winter", "Pacific/Chatham", "2025-07-01T13:00", -43.9535, -176.5597),
+    Case("St John's −02:30 summer time", "America/St_Johns", "2024-07-01T20:00", 47.5615, -52.7126),
+    Case("St John's just after midnight", "America/St_Johns", "2024-01-15T00:10", 47.5615, -52.7126),
+    Case("Kiritimati +14 after midnight", "Pacific/Kiritimati", "2024-03-01T00:20", 1.8721, -157.4278),
+    Case("Kiritimati at noon", "Pacific/Kiritimati", "2024-11-03T12:00", 1.8721, -157.4278),
+    Case("Apia before midnight", "Pacific/Apia", "2024-01-10T23:50", -13.8333, -171.7667),
+    Case("Fiji near the date line", "Pacific/Fiji", "2024-09-15T06:00", -18.1416, 178.4419),
+    Case("Tromsø midnight sun", "Europe/Oslo", "2024-06-21T00:30", 69.6492, 18.9553),
+    Case("Tromsø polar night", "Europe/Oslo", "2024-12-21T12:00", 69.6492, 18.9553),
+    Case("Longyearbyen midnight sun", "Arctic/Longyearbyen", "2025-06-21T23:59", 78.2232, 15.6267),
+    Case("Longyearbyen polar night", "Arctic/Longyearbyen", "2025-12-21T11:00", 78.2232, 15.6267),
+    Case("McMurdo midnight sun", "Antarctica/McMurdo", "2024-12-21T00:00", -77.8460, 166.6760),
+    Case("McMurdo polar night", "Antarctica/McMurdo", "2024-06-21T12:00", -77.8460, 166.6760),
+    Case("Greenwich, first supported day", "Europe/London", "1900-01-01T12:00", 51.4769, -0.0005),
+    Case("New York 1905", "America/New_York", "1905-07-04T17:00", 40.7128, -74.0060),
+    Case("Buenos Aires 1950", "America/Argentina/Buenos_Aires", "1950-12-25T10:00", -34.6037, -58.3816),
+    Case("Honolulu at the 1972 leap second", "Pacific/Honolulu", "1972-06-30T13:59", 21.3069, -157.8583),
+    Case("Dublin, negative-DST zone, summer", "Europe/Dublin", "2024-07-01T12:00", 53.3498, -6.2603),
+    Case("Reykjavik sunrise", "Atlantic/Reykjavik", "2024-06-21T03:00", 64.1466, -21.9426),
+    Case("Quito on the equator", "America/Guayaquil", "2024-03-20T12:00", -0.1807, -78.4678),
+    Case("Cape Town sunset", "Africa/Johannesburg", "2030-09-23T18:10", -33.9249, 18.4241),
+    Case("Tokyo 2040", "Asia/Tokyo", "2040-08-15T15:00", 35.6762, 139.6503),
+    Case("Sydney 2045, summer time", "Australia/Sydney", "2045-03-10T08:00", -33.8688, 151.2093),
+    Case("Los Angeles, last supported day", "America/Los_Angeles", "2050-12-31T23:59", 34.0522, -118.2437),
+]
+
+
+@dataclass(frozen=True)
+class Spa:
+    true_solar_seconds: float  # from SPA's own geocentric hour angle: apparent sidereal time + lon − RA
+    true_solar_seconds_by_eot: float  # UT1 + longitude/15 h + SPA's equation of time
+    equation_of_time_minutes: float
+    azimuth: float
+    apparent_elevation: float
+    geometric_elevation: float
+
+
+def spa_at(instant: dt.datetime, latitude: float, longitude: float) -> Spa:
+    ut1 = instant + dt.timedelta(seconds=ut1_minus_utc_seconds(instant))
+    delta_t = float(skyfield_time(instant).delta_t)  # TT − UT1
+    frame = pvlib.solarposition.spa_python(
+        pd.DatetimeIndex([ut1]),
+        latitude,
+        longitude,
+        altitude=0,
+        pressure=SPA_PRESSURE_PA,
+        temperature=SPA_TEMPERATURE_C,
+        delta_t=delta_t,
+    ).iloc[0]
+    sidereal, right_ascension, _ = pvlib.spa.solar_position(
+        np.array([ut1.timestamp()]),
+        latitude,
+        longitude,
+        0,
+        SPA_PRESSURE_PA / 100,
+        SPA_TEMPERATURE_C,
+        delta_t,
+        0.5667,
+        sst=True,
+    )
+    hour_angle_degrees = sidereal[0] + longitude - right_ascension[0]
+    # SPA's E = M − 0.0057183° − α + Δψ·cos ε is apparent minus mean solar time, where mean time is
+    # UT1-based (the time stamp SPA was given), so TST = UT1 + longitude/15 h + E. Its mean longitude M
+    # runs on TT, which puts E ≈ 0.986°/day × ΔT (0.2 s today) away from the sidereal-time hour angle.
+    ut1_seconds = ut1.hour * 3600 + ut1.minute * 60 + ut1.second + ut1.microsecond / 1e6
+    return Spa(
+        true_solar_seconds=reference.seconds_of_day((hour_angle_degrees / 15 + 12) * 3600),
+        true_solar_seconds_by_eot=reference.seconds_of_day(
+            ut1_seconds + longitude * 240 + frame["equation_of_time"] * 60
+        ),
+        equation_of_time_minutes=float(frame["equation_of_time"]),
+        azimuth=float(frame["azimuth"]),
+        apparent_elevation=float(frame["apparent_elevation"]),
+        geometric_elevation=float(frame["elevation"]),
+    )
+
+
+def degrees_apart(a: float, b: float) -> float:
+    return abs((a - b + 180) % 360 - 180)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.label)
+def test_true_solar_time_matches_spa(case: Case):
+    sun = ENGINE.sun_state(case.instant, case.latitude, case.longitude)
+    spa = spa_at(case.instant, case.latitude, case.longitude)
+    # Same definition (geocentric apparent hour angle), two ephemerides: a few hundredths of a second.
+    assert abs(signed_seconds(sun.true_solar_seconds - spa.true_solar_seconds)) < 0.1
+    assert abs(signed_seconds(sun.true_solar_seconds - spa.true_solar_seconds_by_eot)) < 1.0
+    # Our EoT is measured from UTC, SPA's from UT1.
+    our_eot_from_ut1 = sun.equation_of_time_minutes * 60 - ut1_minus_utc_seconds(case.instant)
+    assert our_eot_from_ut1 == pytest.approx(spa.equation_of_time_minutes * 60, abs=1.0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.label)
+def test_position_matches_spa(case: Case):
+    sun = ENGINE.sun_state(case.instant, case.latitude, case.longitude)
+    spa = spa_at(case.instant, case.latitude, case.longitude)
+    assert degrees_apart(sun.azimuth, spa.azimuth) < 0.01
+    # Both refract above the horizon and neither far below it. In the 0.17° band between SPA's cut-off
+    # (geometric −0.833°) and skyfield's (−1°) only skyfield refracts, so elevations differ there.
+    if not -1 <= spa.geometric_elevation < SPA_REFRACTION_CUTOFF:
+        assert sun.elevation == pytest.approx(spa.apparent_elevation, abs=0.01)
+
+
+def test_cases_cover_day_night_and_the_horizon():
+    elevations = [ENGINE.sun_state(c.instant, c.latitude, c.longitude).elevation for c in CASES]
+    assert any(e > 30 for e in elevations)
+    assert any(e < -10 for e in elevations)
+    assert any(-1 < e < 5 for e in elevations)  # refraction near the horizon is exercised
+
+
+def test_polar_cases_are_really_polar():
+    by_label = {case.label: case for case in CASES}
+    for label, above in [
+        ("Tromsø midnight sun", True),
+        ("McMurdo midnight sun", True),
+        ("Longyearbyen midnight sun", True),
+        ("Tromsø polar night", False),
+        ("Longyearbyen polar night", False),
+        ("McMurdo polar night", False),
+    ]:
+        case = by_label[label]
+        sun = ENGINE.sun_state(case.instant, case.latitude, case.longitude)
+        solar_hour = sun.true_solar_seconds / 3600
+        # The midnight Sun is up near solar midnight; in the polar night it is down near solar noon.
+        assert (sun.elevation > 0) == above, label
+        assert (solar_hour < 3 or solar_hour > 21) if above else (9 < solar_hour < 15), label
+
+
+def test_equation_of_time_matches_meeus_worked_example():
+    # J. Meeus, Astronomical Algorithms, 2nd ed. (1998), example 28.b: 1992 October 13.0 TD,
+    # E = +13m 42.6s. Meeus's mean-longitude formula is the one SPA uses (≈ 0.2 s from ours, see spa_at).
+    instant = timescale().tt(1992, 10, 13).utc_datetime()
+    eot_seconds = ENGINE.sun_state(instant, 0, 0).equation_of_time_minutes * 60
+    eot_from_ut1 = eot_seconds - ut1_minus_utc_seconds(instant)
+    assert eot_from_ut1 == pytest.approx(13 * 60 + 42.6, abs=0.5)
+
+
+def test_equation_of_time_matches_the_nautical_almanac():
+    # The Nautical Almanac lists the equation of time to the second at 00h and 12h UT. G. LaPook (NavList,
+    # 2011-01-23) quotes it for a noon sight on 2011 January 23: 11m 45s, the Sun slow.
+    sun = ENGINE.sun_state(dt.datetime(2011, 1, 23, 12, tzinfo=dt.UTC), 0, 0)
+    assert sun.equation_of_time_minutes * 60 == pytest.approx(-(11 * 60 + 45), abs=1.0)
+
+
+def daily_equation_of_time(first: dt.date, days: int) -> list[float]:
+    noons = (dt.datetime.combine(first + dt.timedelta(days=n), dt.time(12), dt.UTC) for n in range(days))
+    return [ENGINE.sun_state(noon, 0, 0).equation_of_time_minutes for noon in noons]
+
+
+def test_equation_of_time_extremes_fall_within_published_figures():
+    # Published extremes for the present era (sources round differently): early November +16m 24s
+    # (J. Giesen, geoastro.de, 12h UT in 2001) to +16m 33s (Wikipedia, "Equation of time"); mid-February
+    # −14m 6s (Wikipedia) to −14m 20s (Giesen). SPA agrees with us to 0.2 s: +16m 25.6s and −14m 13.6s.
+    november_maximum = max(daily_equation_of_time(dt.date(2001, 10, 25), 20))
+    february_minimum = min(daily_equation_of_time(dt.date(2001, 2, 1), 25))
+    assert 16 + 24 / 60 <= november_maximum <= 16 + 33 / 60
+    assert -(14 + 20 / 60) <= february_minimum <= -(14 + 6 / 60)
+
+
+@pytest.mark.parametrize(
+    ("instant", "literal_utc_error_seconds"),
+    [
+        (dt.datetime(1905, 7, 4, 22, 0, tzinfo=dt.UTC), 36.6),
+        (dt.datetime(1950, 12, 25, 13, 0, tzinfo=dt.UTC), 13.1),
+    ],
+)
+def test_old_dates_read_the_clock_as_mean_solar_time(monkeypatch, instant, literal_utc_error_seconds):
+    """Before 1972 UT1 = UTC. Skyfield's UTC scale is TAI − 10 s before 1972, not the mean solar time
+    clocks kept then: read literally, it puts true solar time off by +36.6 s in 1905 and +13 s in 1950."""
+    latitude, longitude = 40.7128, -74.0060
+    spa = spa_at(instant, latitude, longitude)  # given UT1 = UTC and ΔT = TT − UT1 explicitly
+    engine_error = signed_seconds(
+        ENGINE.sun_state(instant, latitude, longitude).true_solar_seconds - spa.true_solar_seconds
+    )
+    assert abs(engine_error) < 0.1
+
+    monkeypatch.setattr(reference, "skyfield_time", timescale().from_datetime)
+    literal_error = signed_seconds(
+        ENGINE.sun_state(instant, latitude, longitude).true_solar_seconds - spa.true_solar_seconds
+    )
+    assert literal_error == pytest.approx(literal_utc_error_seconds, abs=0.5)
+
+
+def test_ut1_comes_from_the_iers_table_only_where_it_has_data():
+    first, last = iers_table_coverage()
+    assert first == dt.datetime(1973, 1, 2, tzinfo=dt.UTC)  # the first row of IERS finals2000A
+    assert last > dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    inside = [
+        first,
+        dt.datetime(1990, 6, 1, tzinfo=dt.UTC),
+        dt.datetime(2016, 12, 31, 12, tzinfo=dt.UTC),
+        last,
+    ]
+    for instant in inside:
+        dut1 = ut1_minus_utc_seconds(instant)
+        assert dut1 == pytest.approx(float(timescale().from_datetime(instant).dut1), abs=1e-9)
+        assert 0 < abs(dut1) < 0.9
+    outside = [
+        dt.datetime(1899, 12, 31, 10, tzinfo=dt.UTC),
+        dt.datetime(1972, 6, 30, tzinfo=dt.UTC),
+        first - dt.timedelta(seconds=1),
+        last + dt.timedelta(seconds=1),
+        dt.datetime(2051, 1, 1, 13, tzinfo=dt.UTC),
+    ]
+    for instant in outside:
+        assert ut1_minus_utc_seconds(instant) == 0.0
+
+
+@pytest.mark.parametrize(
+    "instant",
+    [
+        dt.datetime(1905, 7, 4, 22, tzinfo=dt.UTC),
+        dt.datetime(1999, 4, 16, 3, 4, 36, tzinfo=dt.UTC),
+        dt.datetime(2040, 1, 1, tzinfo=dt.UTC),
+    ],
+)
+def test_skyfield_time_carries_the_chosen_ut1(instant):
+    ut1 = skyfield_time(instant).ut1
+    expected = julian_date(instant) + ut1_minus_utc_seconds(instant) / 86400
+    assert (ut1 - expected) * 86400 == pytest.approx(0, abs=1e-4)  # a Julian-date float resolves ~40 µs
+
+
+def test_ephemeris_is_the_de421_file_shipped_by_skyfield_data():
+    kernel = ephemeris.ephemeris()
+    assert kernel.filename == "de421.bsp"
+    assert "skyfield_data" in str(kernel.path)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    instant=st.datetimes(
+        min_value=dt.datetime(1900, 1, 1),
+        max_value=dt.datetime(2050, 12, 31, 23, 59, 59),
+        timezones=st.just(dt.UTC),
+    ),
+    latitude=st.floats(min_value=-90, max_value=90),
+    longitude=st.floats(min_value=-180, max_value=180),
+)
+def test_sun_state_stays_in_range(instant, latitude, longitude):
+    sun = ENGINE.sun_state(instant, latitude, longitude)
+    assert 0 <= sun.true_solar_seconds < 86400
+    assert abs(sun.equation_of_time_minutes) < 16.6
+    assert -90 <= sun.elevation <= 90
+    assert 0 <= sun.azimuth < 360
+    assert abs(sun.declination) < 23.46  # obliquity 23.452° in 1900, plus nutation
