@@ -138,7 +138,10 @@ class Narrator:
                 value = impl.function(report=report)
             except Exception:
                 log.exception("plugin %s failed in %s", impl.plugin_name, hook)
-                failures.append(f"{impl.plugin_name} ({hook.removeprefix('solarserv_')})")
+                # Named like a rendering failure of the same block ("share.text"), so one block reads
+                # the same in the validation text whichever way its plugin failed.
+                what = hookspecs.EXCLUSIVE_BLOCKS.get(hook, hook.removeprefix("solarserv_"))
+                failures.append(f"{impl.plugin_name} ({what})")
                 continue
             if value is not None:
                 yield _Contribution(impl.plugin_name, value)

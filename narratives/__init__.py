@@ -1,0 +1,149 @@
+"""The built-in narrative templates (``*.j2`` beside this file) and the filters they use.
+
+``FILTERS`` is registered on the one Jinja environment (``solarserv.narration``), so an operator's
+templates in ``NARRATIVES_DIR`` and third-party plugin templates can use the same formatting:
+
+    {{ report.equation_of_time_minutes|signed_duration }}   +3 min 12 s
+    {{ report.total_difference_minutes|duration }}          2 h 52 min 18 s
+    {{ report.civil.utc_offset|offset }}                    +05:45  (+00:09:21 for local mean time)
+    {{ report.true_solar|hms }}                             11:37:42
+    {{ report.civil.local|clock }}                          14:30  (14:30:05 when seconds are set)
+    {{ report.events.solar_noon|hm }}                       13:05
+    {{ report.location.latitude|latitude }}                 48.8566°N
+    {{ report.standard_meridian|longitude }}                120°E
+    {{ report.sun.elevation|degrees }}                      52.3°
+    {{ report.sun.azimuth|compass }}                        south-east
+    {{ report.query.date|long_date }}                       14 July 2026
+    {% filter paragraph %} … {% endfilter %}               lines joined into one paragraph
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from typing import Any
+
+# English names, independent of the process locale (strftime's %B is not).
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+_COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
+
+
+def rounded_to_second(moment: dt.datetime) -> dt.datetime:
+    """The nearest whole second (23:59:59.6 becomes 00:00:00 of the next day)."""
+    return (moment + dt.timedelta(microseconds=500_000)).replace(microsecond=0)
+
+
+def _seconds_of_day(value: dt.datetime | dt.time | float) -> float:
+    """Seconds since midnight of a date-time's or time's clock reading (a number is taken as is)."""
+    if isinstance(value, dt.datetime):
+        value = value.time()
+    if isinstance(value, dt.time):
+        return value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
+    return value
+
+
+def _nearest(number: float) -> int:
+    """Round half up, as rounded_to_second does (round() would round 0.5 to the even neighbour)."""
+    return math.floor(number + 0.5)
+
+
+def hms(value: dt.datetime | dt.time | float) -> str:
+    """HH:MM:SS to the nearest second, from a date-time, a time or seconds since midnight."""
+    hours, rest = divmod(_nearest(_seconds_of_day(value)) % 86400, 3600)
+    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def hm(value: dt.datetime | dt.time | float) -> str:
+    """HH:MM to the nearest minute."""
+    minutes = _nearest(_seconds_of_day(value) / 60) % 1440
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def clock(value: dt.datetime | dt.time | float) -> str:
+    """A clock reading as people write it: HH:MM, or HH:MM:SS when the seconds are not zero."""
+    text = hms(value)
+    return text[:5] if text.endswith(":00") else text
+
+
+def duration(minutes: float) -> str:
+    """The size of a time difference: "2 h 52 min 18 s", "45 s", "1 h" (sign dropped, nearest second)."""
+    hours, rest = divmod(_nearest(abs(minutes) * 60), 3600)
+    parts = [f"{hours} h" if hours else "", f"{rest // 60} min" if rest // 60 else "",
+             f"{rest % 60} s" if rest % 60 else ""]
+    return " ".join(part for part in parts if part) or "0 s"
+
+
+def signed_duration(minutes: float) -> str:
+    """A time difference with its sign: "+3 min 12 s", "-2 h 52 min 18 s", "0 s"."""
+    text = duration(minutes)
+    if text == "0 s":
+        return text
+    return ("-" if minutes < 0 else "+") + text
+
+
+def offset(value: dt.timedelta) -> str:
+    """A UTC offset: "+05:45", "-10:00"; "+00:09:21" when it has seconds (local mean time)."""
+    total = _nearest(value.total_seconds())
+    sign = "-" if total < 0 else "+"
+    hours, rest = divmod(abs(total), 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{sign}{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
+
+
+def _trimmed(number: float, digits: int) -> str:
+    text = f"{number:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def degrees(value: float, digits: int = 1) -> str:
+    """An angle with its sign: "52.3°", "-12.4°"."""
+    return f"{value:.{digits}f}°"
+
+
+def latitude(value: float, digits: int = 4) -> str:
+    """"48.8566°N", "33.8688°S", "0°"."""
+    text = _trimmed(abs(value), digits)
+    if float(text) == 0:
+        return "0°"
+    return f"{text}°{'N' if value > 0 else 'S'}"
+
+
+def longitude(value: float, digits: int = 4) -> str:
+    """"2.3522°E", "157.4°W", "120°E"; the prime meridian and 180° take no letter."""
+    text = _trimmed(abs(value), digits)
+    if float(text) in (0, 180):
+        return f"{text}°"
+    return f"{text}°{'E' if value > 0 else 'W'}"
+
+
+def compass(azimuth: float) -> str:
+    """The nearest of eight compass points for an azimuth (0° = north, clockwise)."""
+    return _COMPASS_POINTS[round(azimuth % 360 / 45) % 8]
+
+
+def long_date(value: dt.date) -> str:
+    """"14 July 2026"."""
+    return f"{value.day} {_MONTHS[value.month - 1]} {value.year}"
+
+
+def paragraph(text: str) -> str:
+    """Join a template's lines into one paragraph: templates stay readable, the text flows."""
+    return " ".join(text.split())
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "hms": hms,
+    "hm": hm,
+    "clock": clock,
+    "duration": duration,
+    "signed_duration": signed_duration,
+    "offset": offset,
+    "degrees": degrees,
+    "latitude": latitude,
+    "longitude": longitude,
+    "compass": compass,
+    "long_date": long_date,
+    "paragraph": paragraph,
+}

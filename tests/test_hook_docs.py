@@ -1,0 +1,79 @@
+"""The plugin documentation cannot rot: every hook is documented with its exact signature, and the README's
+complete example plugin is extracted, loaded the way an operator would load it, and run."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+from reports import report_at
+
+from solarserv import config, hookspecs
+from solarserv.narration import Narrator
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+EXAMPLE = re.compile(r"<!-- example-plugin: (?P<name>[\w.]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL)
+
+
+def plugins_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("<!-- section:plugins -->")
+    following = text.find("<!-- section:", start + 1)
+    return text[start:following if following != -1 else None]
+
+
+def hook_specs() -> list:
+    specs = [function for name, function in inspect.getmembers(hookspecs, inspect.isfunction)
+             if hasattr(function, "solarserv_spec")]
+    assert len(specs) >= 6
+    return specs
+
+
+def signature(function) -> str:
+    """The signature as written in hookspecs.py (annotations are strings under `from __future__`)."""
+    annotations = dict(function.__annotations__)
+    returns = annotations.pop("return")
+    parameters = ", ".join(f"{name}: {annotation}" for name, annotation in annotations.items())
+    return f"def {function.__name__}({parameters}) -> {returns}"
+
+
+@pytest.mark.parametrize("spec", hook_specs(), ids=lambda spec: spec.__name__)
+def test_every_hook_is_documented_with_its_exact_signature_and_an_example(spec):
+    section = plugins_section()
+    assert spec.__doc__ and spec.__doc__.strip(), f"{spec.__name__} has no docstring"
+    assert signature(spec) in section, f"README plugins section lacks `{signature(spec)}`"
+    examples = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert any(f"def {spec.__name__}(" in example for example in examples), \
+        f"README plugins section has no example implementing {spec.__name__}"
+
+
+def test_documented_signatures_are_the_real_ones():
+    """The test above reads annotations; make sure they name the parameters pluggy passes."""
+    for spec in hook_specs():
+        assert list(inspect.signature(spec).parameters) == list(
+            name for name in spec.__annotations__ if name != "return")
+
+
+def test_the_readme_example_plugin_loads_from_plugins_dir_and_runs(tmp_path):
+    match = EXAMPLE.search(plugins_section())
+    assert match, "README plugins section has no <!-- example-plugin: NAME.py --> code block"
+    (tmp_path / match["name"]).write_text(match["code"], encoding="utf-8")
+    name = match["name"].removesuffix(".py")
+
+    plain = Narrator.build(config.load(environ={}), third_party=False)
+    narrator = Narrator.build(config.load(environ={"PLUGINS_DIR": str(tmp_path)}))
+    listed = {plugin["name"]: plugin for plugin in narrator.plugins()}
+    assert listed[name]["source"] == "file"
+    assert listed[name]["hooks"] == ["solarserv_validation_checks"]
+
+    for report in (report_at("Paris", "2026-07-14", "14:30"), report_at("Paris", "2026-07-14", "23:30")):
+        with_example = narrator.narrate(report).validation.splitlines()
+        without = plain.narrate(report).validation.splitlines()
+        added = [line for line in with_example if line not in without]
+        assert len(added) == 1 and added[0][:2] in ("✓ ", "✗ "), added
+    # The example's check answers differently by day and by night: it is computed, not constant.
+    day = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation
+    night = narrator.narrate(report_at("Paris", "2026-07-14", "23:30")).validation
+    assert "✗" not in day and "✗" in night

@@ -1,0 +1,400 @@
+"""The built-in narratives: each text block for real reports, the filters, the tzdata history reader."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from importlib.resources import files
+
+import pytest
+from reports import report_at
+
+import narratives
+from narratives import duration, hms, offset, signed_duration
+from plugins import validation
+from solarserv import config
+from solarserv.errors import ApiError
+from solarserv.geo.tzhistory import zone_history
+from solarserv.geo.zones import zone
+from solarserv.narration import Narrator, Texts
+
+
+@pytest.fixture(scope="module")
+def narrator() -> Narrator:
+    return Narrator.build(config.load(environ={}), third_party=False)
+
+
+def narrate(narrator: Narrator, place: str, date: str, time: str, **changes) -> tuple[Texts, object]:
+    report = report_at(place, date, time, **changes)
+    return narrator.narrate(report), report
+
+
+def true_solar_text(report) -> str:
+    return hms(narratives.rounded_to_second(report.true_solar))
+
+
+# --- summary -------------------------------------------------------------------------------------------
+
+def test_summary_paris_summer_names_the_numbers_of_this_request(narrator):
+    texts, report = narrate(narrator, "Paris", "2026-07-14", "14:30")
+    summary = texts.summary
+    assert summary.startswith("At 14:30 on 14 July 2026 in Paris, Île-de-France, France "
+                              "(Europe/Paris, UTC+02:00, summer time), a sundial reads ")
+    behind = duration(report.total_difference_minutes)
+    assert f"reads {true_solar_text(report)} — {behind} behind the clock." in summary
+    assert f"equation of time ({signed_duration(report.equation_of_time_minutes)})" in summary
+    assert f"longitude correction ({signed_duration(report.longitude_correction_minutes)}) " \
+           "minus 1 h of summer time." in summary
+    assert "above the horizon in the south" in summary
+    assert "\n" not in summary
+
+
+def test_summary_paris_winter_has_no_dst(narrator):
+    texts, report = narrate(narrator, "Paris", "2026-01-14", "09:00")
+    assert "(Europe/Paris, UTC+01:00, no DST)" in texts.summary
+    assert "summer time" not in texts.summary
+    assert f"reads {true_solar_text(report)} — " in texts.summary
+
+
+def test_summary_dublin_winter_is_gmt_without_dst_despite_tzdata_negative_dst(narrator):
+    texts, _ = narrate(narrator, "Dublin", "2026-01-10", "12:00")
+    assert "(Europe/Dublin, UTC+00:00, no DST)" in texts.summary
+    assert "summer time" not in texts.summary
+
+
+def test_summary_kashgar_is_hours_behind_and_solar_time_can_be_the_previous_day(narrator):
+    texts, report = narrate(narrator, "Kashgar", "2026-07-14", "14:30")
+    assert report.total_difference_minutes < -170
+    assert f"{duration(report.total_difference_minutes)} behind the clock" in texts.summary
+    assert "(Asia/Shanghai, UTC+08:00, no DST)" in texts.summary
+
+    night, report = narrate(narrator, "Kashgar", "2026-07-14", "01:30")
+    assert report.true_solar.date() == dt.date(2026, 7, 13)
+    assert f"reads {true_solar_text(report)} of the previous day, 13 July 2026 — " in night.summary
+    assert "below the horizon, so a real sundial casts no shadow now" in night.summary
+
+
+def test_summary_kiritimati_just_after_midnight_reads_the_previous_day(narrator):
+    texts, report = narrate(narrator, "Kiritimati", "2026-03-20", "00:10")
+    assert "(Pacific/Kiritimati, UTC+14:00, no DST)" in texts.summary
+    assert "of the previous day, 19 March 2026" in texts.summary
+
+
+def test_summary_in_local_mean_time_shows_the_exact_offset(narrator):
+    texts, report = narrate(narrator, "Paris", "1905-06-01", "12:00")
+    assert "(Europe/Paris, UTC+00:09:21, local mean time)" in texts.summary
+    assert f"{duration(report.total_difference_minutes)} ahead of the clock" in texts.summary
+
+
+def test_summary_for_coordinates_names_the_point_and_the_place_near_it(narrator):
+    texts, _ = narrate(narrator, "Paris", "2026-07-14", "14:30", source="coordinates",
+                       place_name="48.8566°N, 2.3522°E")
+    assert "on 14 July 2026 at 48.8566°N, 2.3522°E (Paris, Île-de-France, France; Europe/Paris, UTC+02:00, " \
+           "summer time), a sundial reads" in texts.summary
+
+
+# --- solar context -------------------------------------------------------------------------------------
+
+def test_solar_context_explains_eot_and_longitude_with_this_requests_numbers(narrator):
+    texts, report = narrate(narrator, "Paris", "2026-07-14", "14:30")
+    context = texts.solar_context
+    equation = signed_duration(report.equation_of_time_minutes)
+    assert f"The equation of time on 14 July 2026 is {equation}." in context
+    assert "ellipse" in context and "tilted 23.4°" in context
+    assert "lies 12.65° west of its zone's standard meridian 15°E (UTC+01:00 standard time" in context
+    assert f"culminates {duration(report.longitude_correction_minutes)} later" in context
+    assert "Summer time sets the clocks 1 h ahead" in context
+    noon = report.events.solar_noon
+    assert f"solar noon — at {narratives.hm(noon)} clock time" in context
+    sunrise, sunset = narratives.hm(report.events.sunrise), narratives.hm(report.events.sunset)
+    assert f"rises at {sunrise} and sets at {sunset}" in context
+
+
+def test_solar_context_kashgar_and_kiritimati_meridians(narrator):
+    kashgar, _ = narrate(narrator, "Kashgar", "2026-07-14", "14:30")
+    assert "lies 44.01° west of its zone's standard meridian 120°E" in kashgar.solar_context
+    kiritimati, report = narrate(narrator, "Kiritimati", "2026-03-20", "00:10")
+    assert report.longitude_correction_minutes == pytest.approx(-29.6)
+    assert "lies 7.4° west of its zone's standard meridian 150°W (UTC+14:00" in kiritimati.solar_context
+
+
+def test_solar_context_polar_day_and_polar_night_in_tromso(narrator):
+    summer, report = narrate(narrator, "Tromsø", "2026-06-21", "00:30")
+    assert report.events.state == "polar_day"
+    assert "stays above the horizon all day (polar day)" in summer.solar_context
+    winter, report = narrate(narrator, "Tromsø", "2026-12-21", "12:00")
+    assert report.events.state == "polar_night"
+    assert "stays below the horizon all day (polar night)" in winter.solar_context
+
+
+def test_solar_context_in_local_mean_time_speaks_of_mean_time(narrator):
+    texts, _ = narrate(narrator, "Paris", "1905-06-01", "12:00")
+    assert "meridian 2.3375°E (UTC+00:09:21 local mean time" in texts.solar_context
+
+
+# --- historical context --------------------------------------------------------------------------------
+
+def test_historical_context_paris(narrator):
+    texts, _ = narrate(narrator, "Paris", "2026-07-14", "14:30")
+    history = texts.historical_context
+    assert texts.historical_context_found
+    assert "first kept local mean time, UTC+00:09:21, until standard time was adopted on 11 March 1911: " \
+           "UTC+00:00 (WET)." in history
+    assert "every year from 1916 to 1945 (30 years)" in history
+    assert "every year since 1976 (still observed" in history
+    assert ("On 14 July 2026 the clocks showed summer time (CEST), UTC+02:00: standard time UTC+01:00 "
+            "plus 1 h.") in history
+
+
+def test_historical_context_on_a_local_mean_time_date(narrator):
+    texts, _ = narrate(narrator, "Paris", "1905-06-01", "12:00")
+    assert "On 1 June 1905 the clocks still kept local mean time (PMT), UTC+00:09:21 exactly." \
+        in texts.historical_context
+
+
+def test_historical_context_dublin_reads_summer_time_as_people_know_it(narrator):
+    summer, _ = narrate(narrator, "Dublin", "2026-07-14", "12:00")
+    assert "the clocks showed summer time (IST), UTC+01:00: standard time UTC+00:00 plus 1 h." \
+        in summer.historical_context
+    winter, _ = narrate(narrator, "Dublin", "2026-01-10", "12:00")
+    assert "the clocks showed standard time (GMT), UTC+00:00." in winter.historical_context
+    assert "UTC-00:25:21" in winter.historical_context  # Dublin Mean Time
+
+
+def test_historical_context_not_found_for_a_zone_without_history(narrator):
+    texts, _ = narrate(narrator, "UTC", "2026-07-14", "12:00")
+    assert not texts.historical_context_found
+    assert texts.historical_context == (
+        f"tzdata {zone_history('Etc/UTC').tzdata_version} records no change of civil time for Etc/UTC: its "
+        "clocks have kept UTC+00:00 throughout, with no local mean time, adoption of standard time or summer "
+        "time on record.")
+
+
+def test_zone_history_paris():
+    history = zone_history("Europe/Paris")
+    assert history.found
+    assert history.local_mean_time == dt.timedelta(minutes=9, seconds=21)
+    adoption = history.standard_time_adopted
+    assert (adoption.date, adoption.old_offset, adoption.new_offset, adoption.abbreviation) == (
+        dt.date(1911, 3, 11), dt.timedelta(minutes=9, seconds=21), dt.timedelta(0), "WET")
+    runs = [(run.first_year, run.still_observed) for run in history.summer_time]
+    assert runs == [(1916, False), (1976, True)]
+    assert zone_history("Europe/Paris") is history  # parsed once
+
+
+def test_zone_history_tells_mean_times_before_standard_time_and_skips_uninhabited_years():
+    kolkata = zone_history("Asia/Kolkata")
+    mean_times = [(change.date, change.new_offset, change.abbreviation)
+                  for change in kolkata.mean_time_changes]
+    assert mean_times == [
+        (dt.date(1854, 6, 28), dt.timedelta(hours=5, minutes=53, seconds=20), "HMT"),
+        (dt.date(1870, 1, 1), dt.timedelta(hours=5, minutes=21, seconds=10), "MMT")]
+    assert kolkata.standard_time_adopted.new_offset == dt.timedelta(hours=5, minutes=30)
+    # Iqaluit was founded in 1942: tzdata's "-00" before that is no local time, not an offset of 0.
+    iqaluit = zone_history("America/Iqaluit")
+    assert iqaluit.local_mean_time is None and iqaluit.standard_time_adopted is None
+    assert iqaluit.recorded_since == dt.date(1942, 8, 1)
+    assert all(change.old_offset != dt.timedelta(0) for change in iqaluit.offset_changes)
+
+
+def test_zone_history_rebases_dublins_negative_dst():
+    periods = zone_history("Europe/Dublin").periods
+    modern = [period for period in periods if period.start and period.start.year >= 1972]
+    assert modern, "tzdata lists Dublin's transitions after 1971"
+    for period in modern:
+        assert period.standard_offset == dt.timedelta(0)
+        assert period.summer == (period.utc_offset == dt.timedelta(hours=1))
+
+
+def test_zone_history_follows_links_and_names_the_zone_it_reads():
+    assert zone_history("Europe/Amsterdam").record_of == "Europe/Brussels"
+    assert zone_history("Europe/Paris").record_of == "Europe/Paris"
+
+
+def test_zone_history_refuses_names_outside_tzdata():
+    with pytest.raises(ApiError) as raised:
+        zone_history("../../etc/passwd")
+    assert raised.value.code == "TIMEZONE_RESOLUTION_FAILED"
+
+
+def test_every_tzdata_zone_parses_and_agrees_with_zoneinfo():
+    """Each parsed period's offset is the one zoneinfo (same files) gives at its start; summer time
+    is always above the standard offset it sits on."""
+    names = files("tzdata").joinpath("zones").read_text().split()
+    for name in names:
+        tz = zone(name)
+        for period in zone_history(name).periods:
+            if period.summer:
+                assert period.utc_offset > period.standard_offset, (name, period)
+            if period.start is not None and period.start.year < 2038:
+                start = period.start.replace(tzinfo=dt.UTC)
+                assert start.astimezone(tz).utcoffset() == period.utc_offset, (name, period)
+
+
+# --- validation ----------------------------------------------------------------------------------------
+
+CASES = [
+    ("Paris", "2026-07-14", "14:30"),
+    ("Paris", "2026-01-14", "09:00"),
+    ("Dublin", "2026-01-10", "12:00"),
+    ("Kashgar", "2026-07-14", "14:30"),
+    ("Kashgar", "2026-07-14", "01:30"),
+    ("Kiritimati", "2026-03-20", "00:10"),
+    ("Tromsø", "2026-06-21", "00:30"),
+    ("Tromsø", "2026-12-21", "12:00"),
+    ("Paris", "1905-06-01", "12:00"),
+    ("Madrid", "2026-03-29", "23:59:59"),  # the evening clocks went forward
+]
+
+
+@pytest.mark.parametrize(("place", "date", "time"), CASES)
+def test_every_block_carries_this_reports_numbers_and_every_check_passes(narrator, place, date, time):
+    report = report_at(place, date, time)
+    texts = narrator.narrate(report)
+    reading = true_solar_text(report)
+    assert reading in texts.summary and f"UTC{offset(report.civil.utc_offset)}" in texts.summary
+    assert signed_duration(report.equation_of_time_minutes) in texts.solar_context
+    assert signed_duration(report.longitude_correction_minutes) in texts.solar_context
+    assert narratives.longitude(report.standard_meridian) in texts.solar_context
+    assert report.civil.zone in texts.historical_context and texts.historical_context_found
+    assert reading in texts.share_text and texts.share_text.count(".") == 1
+    checks = validation.solarserv_validation_checks(report)
+    # The day/night check leaves out instants more than 12 h from this date's solar noon.
+    assert len(checks) >= len(validation.CHECKS) - 1
+    assert all(check.passed for check in checks), [check.text for check in checks if not check.passed]
+    assert texts.validation.count("✓ ") == len(checks) and "✗" not in texts.validation
+
+
+def test_validation_text_lists_checks_notes_and_confidence(narrator):
+    location_note = "Several places are called Paris in FR; the most populous was used."
+    report_note = "The local time occurs twice; the first occurrence was used."
+    report = report_at("Paris", "1905-06-01", "12:00", notes=(location_note,))
+    report = dataclasses.replace(report, notes=(report_note,))
+    lines = narrator.narrate(report).validation.splitlines()
+    assert lines[0] == ("✓ local time 12:00:00 = UTC 11:50:39 +00:09:21, which is standard time "
+                        "UTC+00:09:21 + summer time 0 s")
+    assert f"Note: {location_note}" in lines and f"Note: {report_note}" in lines
+    assert "Confidence LOW, because:" in lines
+    assert any(line.startswith("  – LOW: the zone was still on local mean time") for line in lines)
+
+
+def test_kashgar_and_spain_get_a_note_not_a_failure_for_a_correction_over_an_hour():
+    for place in ("Kashgar", "Madrid"):
+        report = report_at(place, "2026-07-14", "14:30")
+        check = validation.longitude_correction_matches_meridian(report)
+        assert abs(report.longitude_correction_minutes) > 60
+        assert check.passed and "note: more than an hour" in check.text
+    paris = validation.longitude_correction_matches_meridian(report_at("Paris", "2026-07-14", "14:30"))
+    assert paris.passed and "note" not in paris.text
+
+
+def _failing(report) -> list[str]:
+    return [check.text for check in validation.solarserv_validation_checks(report) if not check.passed]
+
+
+def test_checks_catch_an_equation_of_time_out_of_step_with_the_hour_angle():
+    report = report_at("Paris", "2026-07-14", "14:30")
+    wrong = dataclasses.replace(report, sun=dataclasses.replace(report.sun, equation_of_time_minutes=20.0))
+    failing = _failing(wrong)
+    assert any(text.startswith("equation of time +20 min is outside ±16.5 min") for text in failing)
+    assert any(text.startswith("total difference") for text in failing)
+
+
+def test_checks_catch_a_wrong_longitude_correction_and_meridian():
+    report = report_at("Kiritimati", "2026-03-20", "12:00")
+    unwrapped = report.longitude_correction_minutes + 1440
+    assert _failing(dataclasses.replace(report, longitude_correction_minutes=unwrapped))
+    assert any(text.startswith("longitude correction")
+               for text in _failing(dataclasses.replace(report, standard_meridian=-165.0)))
+
+
+def test_checks_catch_a_true_solar_time_a_day_off():
+    report = report_at("Kashgar", "2026-07-14", "01:30")
+    failing = _failing(dataclasses.replace(report, true_solar=report.true_solar + dt.timedelta(days=1)))
+    assert [text for text in failing if text.startswith("true solar time")]
+
+
+def test_checks_catch_an_elevation_on_the_wrong_side_of_the_horizon():
+    night = report_at("Kashgar", "2026-07-14", "23:30")
+    risen = dataclasses.replace(night, sun=dataclasses.replace(night.sun, elevation=25.0))
+    assert any(text.startswith("Sun's elevation 25.0° fits night") for text in _failing(risen))
+    polar_day = report_at("Tromsø", "2026-06-21", "12:00")
+    sunk = dataclasses.replace(polar_day, sun=dataclasses.replace(polar_day.sun, elevation=-5.0))
+    assert any("polar day" in text for text in _failing(sunk))
+
+
+def test_checks_catch_solar_noon_away_from_twelve():
+    report = report_at("Paris", "2026-07-14", "14:30")
+    late = dataclasses.replace(report.events, solar_noon=report.events.solar_noon + dt.timedelta(minutes=2))
+    assert any(text.startswith("solar noon") for text in _failing(dataclasses.replace(report, events=late)))
+
+
+def test_checks_catch_a_utc_offset_that_does_not_add_up():
+    report = report_at("Dublin", "2026-07-14", "12:00")
+    wrong = dataclasses.replace(report.civil, dst_offset=dt.timedelta(0))
+    assert any(text.startswith("local time") for text in _failing(dataclasses.replace(report, civil=wrong)))
+
+
+# --- share ---------------------------------------------------------------------------------------------
+
+def test_share_text_is_one_sentence(narrator):
+    texts, report = narrate(narrator, "Paris", "2026-07-14", "14:30")
+    assert texts.share_text == f"Sundial time in Paris on 2026-07-14 at 14:30: {true_solar_text(report)}."
+
+
+def test_share_text_names_another_solar_date_and_coordinates(narrator):
+    texts, report = narrate(narrator, "Kashgar", "2026-07-14", "01:30", source="coordinates",
+                            place_name="39.4704°N, 75.9898°E")
+    assert texts.share_text == (f"Sundial time at 39.4704°N, 75.9898°E on 2026-07-14 at 01:30: "
+                                f"{true_solar_text(report)} on 2026-07-13.")
+
+
+# --- filters -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("minutes", "plain", "signed"), [
+    (3.2, "3 min 12 s", "+3 min 12 s"),
+    (-172.3, "2 h 52 min 18 s", "-2 h 52 min 18 s"),
+    (60.0, "1 h", "+1 h"),
+    (0.75, "45 s", "+45 s"),
+    (0.004, "0 s", "0 s"),
+    (-29.6, "29 min 36 s", "-29 min 36 s"),
+])
+def test_durations(minutes, plain, signed):
+    assert duration(minutes) == plain
+    assert signed_duration(minutes) == signed
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (5 * 3600 + 45 * 60, "+05:45"),
+    (-10 * 3600, "-10:00"),
+    (9 * 60 + 21, "+00:09:21"),
+    (-(25 * 60 + 21), "-00:25:21"),
+    (0, "+00:00"),
+])
+def test_offsets(seconds, text):
+    assert offset(dt.timedelta(seconds=seconds)) == text
+
+
+def test_clock_filters_round_to_the_nearest_second_across_midnight():
+    assert hms(dt.datetime(2026, 7, 14, 23, 59, 59, 600_000)) == "00:00:00"
+    assert hms(dt.time(11, 37, 41, 499_999)) == "11:37:41"
+    assert hms(43200.5) == "12:00:01"  # half a second rounds up, as rounded_to_second does
+    last_half_second = dt.datetime(2026, 7, 14, 23, 59, 59, 500_000)
+    assert narratives.rounded_to_second(last_half_second) == dt.datetime(2026, 7, 15)
+    assert narratives.hm(dt.time(13, 4, 31)) == "13:05"
+    assert narratives.hm(dt.time(13, 4, 29, 600_000)) == "13:04"  # rounded once, not via 13:04:30
+    assert narratives.clock(dt.time(14, 30)) == "14:30"
+    assert narratives.clock(dt.time(14, 30, 5)) == "14:30:05"
+
+
+def test_angle_and_date_filters():
+    assert narratives.latitude(48.85661) == "48.8566°N"
+    assert narratives.latitude(-33.8688) == "33.8688°S"
+    assert narratives.longitude(-157.4) == "157.4°W"
+    assert narratives.longitude(120.0) == "120°E"
+    assert narratives.longitude(0.0) == "0°"
+    assert narratives.degrees(-12.44) == "-12.4°"
+    assert [narratives.compass(azimuth) for azimuth in (0, 134, 196.7, 359)] == [
+        "north", "south-east", "south", "north"]
+    assert narratives.long_date(dt.date(2026, 7, 14)) == "14 July 2026"
+    assert narratives.paragraph("one\n  two\nthree ") == "one two three"

@@ -1,0 +1,201 @@
+"""The three ways a plugin gets in, what happens when one breaks or collides, and template overrides."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from reports import report_at
+
+from narratives import hms, rounded_to_second
+from solarserv import config
+from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict
+
+EXTRA_CHECK = '''
+from solarserv.hookspecs import Check, hookimpl
+
+
+@hookimpl
+def solarserv_validation_checks(report):
+    return [Check(False, f"extra check saw {report.civil.zone}")]
+'''
+
+BROKEN_CHECK = '''
+from solarserv.hookspecs import hookimpl
+
+
+@hookimpl
+def solarserv_validation_checks(report):
+    raise RuntimeError("this plugin is broken")
+'''
+
+
+@pytest.fixture(scope="module")
+def report():
+    return report_at("Paris", "2026-07-14", "14:30")
+
+
+@pytest.fixture(scope="module")
+def builtin_texts(report):
+    return Narrator.build(config.load(environ={}), third_party=False).narrate(report)
+
+
+def write(directory: Path, name: str, source: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def build(**environ: str) -> Narrator:
+    return Narrator.build(config.load(environ=environ))
+
+
+def test_a_file_in_plugins_dir_adds_a_check_without_core_changes(tmp_path, report, builtin_texts):
+    write(tmp_path, "extra_check.py", EXTRA_CHECK)
+    texts = build(PLUGINS_DIR=str(tmp_path)).narrate(report)
+    assert "✗ extra check saw Europe/Paris" in texts.validation.splitlines()
+    assert texts.validation.startswith(builtin_texts.validation.split("\nConfidence")[0])
+    assert texts.summary == builtin_texts.summary
+
+
+def test_a_raising_plugin_loses_only_its_own_contribution(tmp_path, report, builtin_texts, caplog):
+    write(tmp_path, "broken.py", BROKEN_CHECK)
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        texts = build(PLUGINS_DIR=str(tmp_path)).narrate(report)
+    assert (texts.summary, texts.historical_context, texts.solar_context, texts.share_text) == (
+        builtin_texts.summary, builtin_texts.historical_context, builtin_texts.solar_context,
+        builtin_texts.share_text)
+    assert texts.validation.startswith(builtin_texts.validation)  # every built-in check is still there
+    assert texts.validation.splitlines()[-1] == \
+        "✗ plugin broken (validation_checks) failed; its text was left out."
+    assert "plugin broken failed in solarserv_validation_checks" in caplog.text
+    assert "this plugin is broken" in caplog.text  # the traceback is logged for the operator
+
+
+def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_path, monkeypatch, report,
+                                                                            builtin_texts):
+    # Blocks are exclusive, so these stand-ins replace the built-in summary and share plugins.
+    write(tmp_path, "unrenderable_summary.py", '''
+        from solarserv.hookspecs import Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("summary.txt.j2", {})  # the template needs true_solar: StrictUndefined fails
+    ''')
+    write(tmp_path, "raising_share.py", '''
+        from solarserv.hookspecs import hookimpl
+
+        @hookimpl
+        def solarserv_share_text(report):
+            raise ValueError("nothing to share")
+    ''')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    narrator = Narrator.build(config.load(environ={}), third_party=False)
+    for builtin in ("plugins.summary", "plugins.share"):
+        narrator.manager.unregister(name=builtin)
+    for name in ("unrenderable_summary", "raising_share"):
+        narrator.manager.register(importlib.import_module(name), name=name)
+        monkeypatch.delitem(sys.modules, name)
+    texts = Narrator(narrator.manager, narrator.templates).narrate(report)
+    assert texts.summary == "" and texts.share_text == ""
+    assert texts.solar_context == builtin_texts.solar_context
+    assert texts.historical_context == builtin_texts.historical_context
+    # Each block is named the same way whether its plugin raised or its text failed to render.
+    assert texts.validation.splitlines()[-2:] == [
+        "✗ plugin unrenderable_summary (summary) failed; its text was left out.",
+        "✗ plugin raising_share (share.text) failed; its text was left out.",
+    ]
+
+
+def test_two_plugins_claiming_one_block_stop_start_up_naming_both(tmp_path):
+    write(tmp_path, "my_summary.py", '''
+        from solarserv.hookspecs import Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("summary.txt.j2")
+    ''')
+    with pytest.raises(PluginConflict) as raised:
+        build(PLUGINS_DIR=str(tmp_path))
+    assert "plugins.summary" in str(raised.value) and "my_summary" in str(raised.value)
+    assert "summary block" in str(raised.value)
+
+
+def test_a_template_in_narratives_dir_overrides_the_built_in(tmp_path, report, builtin_texts):
+    write(tmp_path, "share.txt.j2", "Sundial: {{ true_solar|hms }} ({{ report.civil.zone }})\n")
+    texts = build(NARRATIVES_DIR=str(tmp_path)).narrate(report)
+    assert texts.share_text == f"Sundial: {hms(rounded_to_second(report.true_solar))} (Europe/Paris)"
+    assert texts.summary == builtin_texts.summary
+
+
+def test_a_plugin_can_ship_templates_that_narratives_dir_still_overrides(tmp_path, report):
+    templates = tmp_path / "plugin_templates"
+    write(templates, "summary.txt.j2", "Summary from the plugin's templates.\n")
+    write(tmp_path / "plugins", "templated.py", f'''
+        from pathlib import Path
+        from solarserv.hookspecs import hookimpl
+
+        @hookimpl
+        def solarserv_template_dirs():
+            return [Path({str(templates)!r})]
+    ''')
+    assert build(PLUGINS_DIR=str(tmp_path / "plugins")).narrate(report).summary == \
+        "Summary from the plugin's templates."
+    write(tmp_path / "operator", "summary.txt.j2", "The operator's summary.\n")
+    narrator = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / "operator"))
+    assert narrator.narrate(report).summary == "The operator's summary."
+
+
+def test_a_missing_plugins_dir_is_an_error_at_start(tmp_path):
+    with pytest.raises(FileNotFoundError, match="PLUGINS_DIR"):
+        build(PLUGINS_DIR=str(tmp_path / "nowhere"))
+
+
+@pytest.fixture
+def installed_plugin(tmp_path, monkeypatch):
+    """A distribution 'sundial-extra' 1.2.3 with an entry point in group `solarserv`, on sys.path."""
+    site = tmp_path / "site"
+    write(site, "sundial_extra.py", EXTRA_CHECK)
+    metadata = site / "sundial_extra-1.2.3.dist-info"
+    write(metadata, "METADATA", "Metadata-Version: 2.1\nName: sundial-extra\nVersion: 1.2.3\n")
+    write(metadata, "entry_points.txt", "[solarserv]\nsundial_extra = sundial_extra\n")
+    monkeypatch.syspath_prepend(str(site))
+    yield "sundial_extra"
+    sys.modules.pop("sundial_extra", None)
+
+
+def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
+    narrator = build()
+    listing = {plugin["name"]: plugin for plugin in narrator.plugins()}
+    assert listing[installed_plugin] == {"name": "sundial_extra", "source": "entry point", "version": "1.2.3",
+                                        "hooks": ["solarserv_validation_checks"]}
+    assert "✗ extra check saw Europe/Paris" in narrator.narrate(report).validation
+
+
+def test_the_allow_list_filters_entry_point_plugins(installed_plugin):
+    blocked = build(SOLARSERV_PLUGINS="some_other_plugin")
+    assert installed_plugin not in {plugin["name"] for plugin in blocked.plugins()}
+    allowed = build(SOLARSERV_PLUGINS=f"some_other_plugin, {installed_plugin}")
+    assert installed_plugin in {plugin["name"] for plugin in allowed.plugins()}
+
+
+def test_third_party_false_loads_only_the_built_ins(installed_plugin):
+    narrator = Narrator.build(config.load(environ={}), third_party=False)
+    assert [plugin["name"] for plugin in narrator.plugins()] == list(BUILTIN_PLUGINS)
+
+
+def test_plugins_lists_name_source_version_and_hooks(tmp_path):
+    write(tmp_path, "extra_check.py", EXTRA_CHECK)
+    listing = build(PLUGINS_DIR=str(tmp_path)).plugins()
+    assert {"name": "plugins.historical", "source": "builtin", "version": None,
+            "hooks": ["solarserv_historical_context"]} in listing
+    assert {"name": "extra_check", "source": "file", "version": None,
+            "hooks": ["solarserv_validation_checks"]} in listing
+    hooks = {hook for plugin in listing if plugin["source"] == "builtin" for hook in plugin["hooks"]}
+    assert hooks == {"solarserv_summary", "solarserv_historical_context", "solarserv_solar_context",
+                     "solarserv_share_text", "solarserv_validation_checks"}
