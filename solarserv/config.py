@@ -56,6 +56,9 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("host", "HOST", "--host", str, "127.0.0.1", "Interface to listen on."),
     Setting("port", "PORT", "--port", _port, 8000, "TCP port to listen on (0 picks a free one)."),
+    Setting("processes", "SOLARSERV_PROCESSES", "--processes", _positive_int, 1,
+            "Server processes sharing the port, forked by `solarserv serve` after binding it; with more "
+            "than one, set REDIS_URL so they share rate-limit counts."),
     Setting("data_dir", "SOLARSERV_DATA_DIR", "--data-dir", Path, Path("./var"),
             "Directory for the SQLite key store and the gazetteer index."),
     Setting("redis_url", "REDIS_URL", "--redis-url", str, None,
@@ -69,7 +72,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("anon_rpm", "ANON_RPM", "--anon-rpm", _positive_int, 60,
             "Anonymous requests per minute per client IP."),
     Setting("geocoder", "GEOCODER", "--geocoder", str, "offline",
-            "Place-name geocoder: offline (embedded gazetteer) or a geopy service name."),
+            "Place-name geocoder: offline (embedded gazetteer), nominatim or photon (online, via geopy)."),
+    Setting("geocoder_domain", "GEOCODER_DOMAIN", "--geocoder-domain", str, None,
+            "Host[:port] of the online geocoder; unset: the provider's public service."),
+    Setting("geocoder_scheme", "GEOCODER_SCHEME", None, str, "https",
+            "http or https for the online geocoder."),
+    Setting("geocoder_user_agent", "GEOCODER_USER_AGENT", None, str, None,
+            "User-Agent sent to the online geocoder (Nominatim's usage policy asks for one that names your "
+            "application); unset: solarserv/VERSION."),
+    Setting("geocoder_timeout", "GEOCODER_TIMEOUT", None, _positive_float, 5.0,
+            "Seconds to wait for the online geocoder before answering 503 GEOCODER_UNAVAILABLE."),
     Setting("plugins_dir", "PLUGINS_DIR", "--plugins-dir", Path, None,
             "Directory of extra plugin .py files to load."),
     Setting("narratives_dir", "NARRATIVES_DIR", "--narratives-dir", Path, None,
@@ -93,12 +105,21 @@ class SettingsError(ValueError):
     """A setting's value cannot be used; the message names the variable or flag."""
 
 
+def shown_default(setting: Setting) -> str:
+    """The default as the README table and --help show it."""
+    if setting.default is None:
+        return "unset"
+    if isinstance(setting.default, Path) and not setting.default.is_absolute():
+        return f"`./{setting.default}`"
+    return f"`{str(setting.default).lower() if isinstance(setting.default, bool) else setting.default}`"
+
+
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """Give `parser` one flag per setting that has one (values stay strings until `load`)."""
     for setting in SETTINGS:
         if setting.flag:
             parser.add_argument(setting.flag, dest=setting.name, default=None, metavar=setting.env,
-                                help=f"{setting.help} (env {setting.env}; default {setting.default})")
+                                help=f"{setting.help} (env {setting.env}; default {shown_default(setting)})")
 
 
 def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> Any:

@@ -49,6 +49,7 @@ class Location:
     timezone: str
     source: Literal["coordinates", "geocoded"]
     near_zone_border: bool = False
+    chosen_among_several: bool = False  # the name matched several places in one country
     # Plain sentences about how the location was chosen, shown in the validation text.
     notes: tuple[str, ...] = ()
 
@@ -86,7 +87,9 @@ class SunState:
 
 @dataclass(frozen=True)
 class SolarEvents:
-    """Sunrise, solar noon and sunset of the civil date, in local civil time."""
+    """Sunrise, solar noon and sunset of one solar day (aware datetimes: UTC from the solar engine,
+    local civil time once the pipeline has converted them). A high-latitude sunset may fall after
+    local midnight; on the day the midnight Sun begins or ends one event is None in a "normal" state."""
 
     state: Literal["normal", "polar_day", "polar_night"]
     sunrise: dt.datetime | None
@@ -94,11 +97,14 @@ class SolarEvents:
     sunset: dt.datetime | None
 
     @property
-    def day_length_minutes(self) -> float:
+    def day_length_minutes(self) -> float | None:
+        """Minutes of daylight; None when the day has a sunrise without a sunset or the reverse."""
         if self.state == "polar_day":
             return 24 * 60.0
-        if self.state == "polar_night" or self.sunrise is None or self.sunset is None:
+        if self.state == "polar_night":
             return 0.0
+        if self.sunrise is None or self.sunset is None:
+            return None
         return (self.sunset - self.sunrise).total_seconds() / 60
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import threading
 import warnings
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 import tornado.httpclient
 import tornado.httpserver
 import tornado.netutil
+from counters import RedisServer
 
 from solarserv import config
 from solarserv.web.app import Services, make_app
@@ -27,7 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
         warnings.simplefilter("ignore")
         import pytest_tornasync.plugin
 
-        config.pluginmanager.register(pytest_tornasync.plugin, "tornado")
+        config.pluginmanager.register(pytest_tornasync.plugin, "tornasync-quiet")
 
 
 @pytest.fixture(scope="session")
@@ -46,6 +48,16 @@ def base_settings(data_dir):
 @pytest.fixture(scope="session")
 def services(base_settings) -> Services:
     return Services.build(base_settings)
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    """A real Redis: REDIS_URL (scripts/test starts one), else a redis-server started here for the session."""
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    with RedisServer() as server:
+        yield server.url
 
 
 @pytest.fixture

@@ -1,0 +1,66 @@
+"""The numbers of a result, from a located place and a resolved civil instant (DESIGN §3).
+
+Pure: no I/O, no HTTP. The engine gives the Sun; this module adds the civil-time bookkeeping
+(standard meridian, longitude correction, DST) and the solar time on the civil calendar.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from solarserv import civil as civil_time
+from solarserv import confidence
+from solarserv.geo.zones import zone as zone_info
+from solarserv.models import CivilInstant, Location, Report, SolarEvents, SolarQuery
+from solarserv.solar import SunEngine
+from solarserv.solar.events import solar_events
+
+
+def wrap_degrees(angle: float) -> float:
+    """Into (−180°, 180°]."""
+    wrapped = (angle + 180.0) % 360.0 - 180.0
+    return 180.0 if wrapped == -180.0 else wrapped
+
+
+def standard_meridian(standard_offset: dt.timedelta) -> float:
+    """15° per hour of the zone's standard offset, as a longitude in (−180°, 180°]."""
+    return wrap_degrees(standard_offset.total_seconds() / 240.0)
+
+
+def longitude_correction_minutes(longitude: float, meridian: float) -> float:
+    """4 min per degree east of the standard meridian. Wrapped, so a zone east of the date line
+    (Kiritimati, 157.4°W on UTC+14, meridian 150°W) gets −29.6 min, not −1469.6 min."""
+    return 4.0 * wrap_degrees(longitude - meridian)
+
+
+def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine: SunEngine,
+              today: dt.date) -> Report:
+    sun = engine.sun_state(civil.utc, location.latitude, location.longitude)
+    meridian = standard_meridian(civil.standard_offset)
+    correction = longitude_correction_minutes(location.longitude, meridian)
+    total = sun.equation_of_time_minutes + correction - civil.dst_offset.total_seconds() / 60
+    return Report(
+        query=query,
+        location=location,
+        civil=civil,
+        sun=sun,
+        true_solar=civil.local + dt.timedelta(minutes=total),
+        longitude_correction_minutes=correction,
+        standard_meridian=meridian,
+        events=_events(location, civil, engine),
+        confidence=confidence.assess(location, civil, today),
+        ephemeris=engine.name,
+    )
+
+
+def _events(location: Location, civil: CivilInstant, engine: SunEngine) -> SolarEvents:
+    start, end = civil_time.day_bounds_utc(civil.local.date(), civil.zone)
+    in_utc = solar_events(engine, start, end, location.latitude, location.longitude)
+    zone = zone_info(civil.zone)
+
+    def local(instant: dt.datetime | None) -> dt.datetime | None:
+        return instant.astimezone(zone) if instant else None
+
+    return dataclasses.replace(in_utc, sunrise=local(in_utc.sunrise), solar_noon=local(in_utc.solar_noon),
+                               sunset=local(in_utc.sunset))

@@ -1,0 +1,85 @@
+"""query → location (geo) → civil instant → calculation (solar) → texts (plugins) → result JSON.
+
+The one path every answer takes, for the HTTP API and the CLI alike. Knows nothing of HTTP.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from solarserv import civil as civil_time
+from solarserv import geo
+from solarserv.calculation import calculate
+from solarserv.geo.timezones import TimezoneLocator
+from solarserv.geo.zones import country_of_zone, has_zone
+from solarserv.models import Location, SolarQuery
+from solarserv.narration import Narrator
+from solarserv.result import format_coordinates, result_json
+from solarserv.solar import SunEngine
+from solarserv.solar.fast import FastEngine
+
+
+class Pipeline:
+    def __init__(self, geocoder: geo.Geocoder, timezones: TimezoneLocator, engine: SunEngine,
+                 narrator: Narrator, today: Callable[[], dt.date] = dt.date.today) -> None:
+        self.geocoder = geocoder
+        self.timezones = timezones
+        self.engine = engine
+        self.narrator = narrator
+        self.today = today
+
+    @classmethod
+    def build(cls, settings: Any, narrator: Narrator | None = None) -> Pipeline:
+        return cls(
+            geocoder=geo.build_geocoder(settings),
+            timezones=TimezoneLocator(),
+            engine=FastEngine(),
+            narrator=narrator or Narrator.build(settings),
+        )
+
+    async def run(self, query: SolarQuery) -> dict[str, Any]:
+        location = await self.locate(query)
+        civil = civil_time.resolve(query.date, query.local_time, location.timezone)
+        report = calculate(query, location, civil, self.engine, self.today())
+        return result_json(report, self.narrator.narrate(report))
+
+    async def locate(self, query: SolarQuery) -> Location:
+        if query.place_name is not None:
+            return await self._locate_name(query.place_name)
+        return await self._locate_coordinates(query.latitude, query.longitude)
+
+    async def _locate_name(self, name: str) -> Location:
+        located = await self.geocoder.locate(name)
+        place = located.place
+        zone = place.timezone if place.timezone and has_zone(place.timezone) else (
+            self.timezones.zone_at(place.latitude, place.longitude))
+        return Location(
+            place_name=name,
+            display_name=place.display_name,
+            latitude=place.latitude,
+            longitude=place.longitude,
+            country_code=place.country_code,
+            timezone=zone,
+            source="geocoded",
+            near_zone_border=self.timezones.near_border(place.latitude, place.longitude, zone),
+            chosen_among_several=located.chosen_among_several,
+            notes=located.notes,
+        )
+
+    async def _locate_coordinates(self, latitude: float, longitude: float) -> Location:
+        zone = self.timezones.zone_at(latitude, longitude)
+        described = await self.geocoder.describe(latitude, longitude)
+        coordinates = format_coordinates(latitude, longitude)
+        return Location(
+            place_name=coordinates,
+            display_name=described.display_name if described else coordinates,
+            latitude=latitude,
+            longitude=longitude,
+            # The zone's country is the country the point is in; the nearest town may be across a border.
+            country_code=country_of_zone(zone) or (described.country_code if described else ""),
+            timezone=zone,
+            source="coordinates",
+            near_zone_border=self.timezones.near_border(latitude, longitude, zone),
+        )

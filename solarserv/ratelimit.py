@@ -1,0 +1,230 @@
+"""Fixed-window request counters: in Redis (shared by every process) or in this process.
+
+A window is one clock minute, aligned to :00, so every process and machine agrees on it without
+talking to the others; the count for (who, which minute) is all there is to store. ``RateLimiter``
+turns counts into decisions and keeps answering on in-process counters while Redis is unreachable.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import redis.asyncio
+import redis.exceptions
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+log = logging.getLogger("solarserv.ratelimit")
+
+WINDOW_SECONDS = 60
+# While Redis is unreachable, one request per interval tries it again; the others go straight to the
+# in-process counters, so an outage costs one failed connect per interval, not one per request.
+RECONNECT_INTERVAL_SECONDS = 2.0
+# A healthy Redis answers in well under a millisecond; these bound what a hung one can cost a request.
+REDIS_CONNECT_TIMEOUT_SECONDS = 0.25
+REDIS_COMMAND_TIMEOUT_SECONDS = 0.5
+REDIS_KEY_PREFIX = "solarserv:rate"
+
+
+class Counters(Protocol):
+    """Where counts live. ``name`` says whose requests (``ip:203.0.113.9``), ``window`` which minute."""
+
+    where: str  # for logs and /healthz
+
+    async def increment(self, name: str, window: int) -> int:
+        """Count one request; return the count so far in that window, this one included."""
+
+    async def peek(self, names: Sequence[str], window: int) -> list[int]:
+        """The counts in that window, counting nothing."""
+
+    async def close(self) -> None:
+        """Release connections."""
+
+
+class MemoryCounters:
+    """This process's counters: the default without REDIS_URL, and the fallback while Redis is down."""
+
+    where = "this process"
+
+    def __init__(self) -> None:
+        self._window: int | None = None
+        self._counts: Counter[str] = Counter()
+
+    async def increment(self, name: str, window: int) -> int:
+        if window != self._window:
+            # Only the current minute matters; dropping the last one keeps memory bounded.
+            self._window, self._counts = window, Counter()
+        self._counts[name] += 1
+        return self._counts[name]
+
+    async def peek(self, names: Sequence[str], window: int) -> list[int]:
+        if window != self._window:
+            return [0] * len(names)
+        return [self._counts[name] for name in names]
+
+    async def close(self) -> None:
+        pass
+
+
+class RedisCounters:
+    """Counters every process shares. One round trip per request: INCR and EXPIRE in one MULTI/EXEC."""
+
+    def __init__(self, url: str) -> None:
+        self.where = redacted(url)
+        self._client = redis.asyncio.Redis.from_url(
+            url,
+            socket_connect_timeout=REDIS_CONNECT_TIMEOUT_SECONDS,
+            socket_timeout=REDIS_COMMAND_TIMEOUT_SECONDS,
+            # One immediate retry replaces a pooled connection that died with a Redis restart; redis-py's
+            # default (three retries with backoff) would make every request wait out an outage.
+            retry=Retry(NoBackoff(), retries=1),
+        )
+
+    async def increment(self, name: str, window: int) -> int:
+        key = _redis_key(name, window)
+        async with self._client.pipeline(transaction=True) as pipe:
+            # The key names its minute, so it is never reused: the expiry only has to outlive the window.
+            count, _ = await pipe.incr(key).expire(key, 2 * WINDOW_SECONDS).execute()
+        return int(count)
+
+    async def peek(self, names: Sequence[str], window: int) -> list[int]:
+        if not names:
+            return []
+        values = await self._client.mget([_redis_key(name, window) for name in names])
+        return [int(value or 0) for value in values]
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+def _redis_key(name: str, window: int) -> str:
+    return f"{REDIS_KEY_PREFIX}:{window}:{name}"
+
+
+def redacted(url: str) -> str:
+    """The Redis URL without user, password or query (which may hold a password): fit for logs."""
+    parts = urlsplit(url)
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of counting one request against a limit."""
+
+    limit: int
+    count: int
+    reset: int  # Unix time at which the window ends
+    now: float
+
+    @property
+    def allowed(self) -> bool:
+        return self.count <= self.limit
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.count)
+
+    @property
+    def retry_after(self) -> int:
+        """Whole seconds until the window resets, at least 1 (a client retrying after 0 s would fail)."""
+        return max(1, math.ceil(self.reset - self.now))
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset),
+        }
+
+
+class RateLimiter:
+    """Counts requests per name in one-minute windows and says whether each is within its limit.
+
+    With ``shared`` counters (Redis) every process sees one count. When they fail, requests are counted
+    in this process instead (each process then enforces the limit alone), the log says so once, and
+    ``health()`` reports it; every ``RECONNECT_INTERVAL_SECONDS`` one request tries Redis again.
+    """
+
+    def __init__(self, shared: Counters | None = None, clock: Callable[[], float] = time.time,
+                 reconnect_interval: float = RECONNECT_INTERVAL_SECONDS) -> None:
+        self._shared = shared
+        self._local = MemoryCounters()
+        self._clock = clock
+        self._reconnect_interval = reconnect_interval
+        self._unreachable_since: float | None = None  # wall-clock time of the failure, for /healthz
+        self._next_attempt = 0.0  # monotonic time before which a down Redis is not tried again
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> RateLimiter:
+        return cls(RedisCounters(settings.redis_url) if settings.redis_url else None)
+
+    @property
+    def degraded(self) -> bool:
+        """Redis is configured but unreachable: counting in-process."""
+        return self._unreachable_since is not None
+
+    async def hit(self, name: str, limit: int) -> Decision:
+        """Count one request by ``name`` and decide it against ``limit`` requests per window."""
+        now = self._clock()
+        window = int(now // WINDOW_SECONDS)
+        count = await self._with_counters(lambda counters: counters.increment(name, window))
+        return Decision(limit=limit, count=count, reset=(window + 1) * WINDOW_SECONDS, now=now)
+
+    async def current_counts(self, names: Sequence[str]) -> dict[str, int]:
+        """Requests counted so far in the current window, per name."""
+        window = int(self._clock() // WINDOW_SECONDS)
+        counts = await self._with_counters(lambda counters: counters.peek(names, window))
+        return dict(zip(names, counts, strict=True))
+
+    def health(self) -> dict[str, Any]:
+        if self._shared is None:
+            return {"store": "in-process", "redis": "not configured"}
+        if self.degraded:
+            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._unreachable_since))
+            return {"store": "in-process", "redis": "unreachable", "redis_url": self._shared.where,
+                    "unreachable_since": since}
+        return {"store": "redis", "redis": "in use", "redis_url": self._shared.where}
+
+    async def close(self) -> None:
+        if self._shared is not None:
+            await self._shared.close()
+
+    async def _with_counters(self, operation: Callable[[Counters], Awaitable[Any]]) -> Any:
+        if self._shared is not None and self._redis_worth_trying():
+            try:
+                result = await operation(self._shared)
+            except (redis.exceptions.RedisError, OSError) as exc:
+                self._lost_redis(exc)
+            else:
+                if self.degraded:
+                    log.warning("Redis at %s is reachable again: rate-limit counts are shared again.",
+                                self._shared.where)
+                    self._unreachable_since = None
+                return result
+        return await operation(self._local)
+
+    def _redis_worth_trying(self) -> bool:
+        if not self.degraded:
+            return True
+        if time.monotonic() < self._next_attempt:
+            return False
+        # Set before the attempt, so requests arriving while it is under way do not each try too.
+        self._next_attempt = time.monotonic() + self._reconnect_interval
+        return True
+
+    def _lost_redis(self, exc: Exception) -> None:
+        self._next_attempt = time.monotonic() + self._reconnect_interval
+        if not self.degraded:
+            log.warning("Redis at %s is unreachable (%s): counting requests in this process until it "
+                        "returns; meanwhile each process enforces the limits on its own.",
+                        self._shared.where, exc)
+            self._unreachable_since = time.time()

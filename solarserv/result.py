@@ -1,0 +1,101 @@
+"""The spec's Result object, built from a finished Report and its texts: the one place fields are named."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+from urllib.parse import urlencode
+
+from solarserv.models import Report, SolarEvents
+from solarserv.narration import Texts
+
+MINUTES_DECIMALS = 4
+DEGREES_DECIMALS = 4
+
+
+def result_json(report: Report, texts: Texts) -> dict[str, Any]:
+    civil, location = report.civil, report.location
+    true_solar = round_to_second(report.true_solar)
+    share_params = urlencode({
+        "date": report.query.date.isoformat(),
+        "local_time": civil.local.strftime("%H:%M:%S"),
+        "latitude": repr(location.latitude),
+        "longitude": repr(location.longitude),
+    })
+    return {
+        "true_solar_time": true_solar.strftime("%H:%M:%S"),
+        "true_solar_date": true_solar.date().isoformat(),
+        "local_time": civil.local.strftime("%H:%M:%S"),
+        "utc_time": civil.utc.strftime("%H:%M:%S"),
+        "utc_date": civil.utc.date().isoformat(),
+        "utc_offset": format_offset(civil.utc_offset, seconds=False),
+        "timezone": civil.zone,
+        "dst": civil.dst,
+        "date": report.query.date.isoformat(),
+        "location": {
+            "place_name": location.place_name,
+            "display_name": location.display_name,
+            "latitude": location.latitude,
+            "longitude": location.longitude,
+            "country_code": location.country_code,
+        },
+        "calculation": {
+            "equation_of_time_minutes": round(report.equation_of_time_minutes, MINUTES_DECIMALS),
+            "longitude_correction_minutes": round(report.longitude_correction_minutes, MINUTES_DECIMALS),
+            "total_difference_minutes": round(report.total_difference_minutes, MINUTES_DECIMALS),
+            "dst_minutes": round(report.dst_minutes, MINUTES_DECIMALS),
+            "standard_meridian": round(report.standard_meridian, DEGREES_DECIMALS),
+            "utc_offset_exact": format_offset(civil.utc_offset, seconds=True),
+            "ephemeris": report.ephemeris,
+            "tzdata_version": civil.tzdata_version,
+        },
+        "solar_position": {
+            "azimuth": round(report.sun.azimuth, DEGREES_DECIMALS),
+            "elevation": round(report.sun.elevation, DEGREES_DECIMALS),
+        },
+        "solar_events": events_json(report.events) if report.events else None,
+        "confidence": report.confidence.level,
+        "historical_context_status": "found" if texts.historical_context_found else "not_found",
+        "summary": texts.summary,
+        "historical_context": texts.historical_context,
+        "solar_context": texts.solar_context,
+        "validation": texts.validation,
+        "share": {"text": texts.share_text, "url_params": share_params, "url": f"/?{share_params}"},
+    }
+
+
+def events_json(events: SolarEvents) -> dict[str, Any]:
+    """Local civil date-times in ISO 8601 with their offset: a sunset can fall on the next date."""
+
+    def local(instant: dt.datetime | None) -> str | None:
+        return round_to_second(instant).isoformat() if instant else None
+
+    length = events.day_length_minutes
+    return {
+        "state": events.state,
+        "sunrise": local(events.sunrise),
+        "solar_noon": local(events.solar_noon),
+        "sunset": local(events.sunset),
+        "day_length_minutes": None if length is None else round(length, 2),
+    }
+
+
+def round_to_second(moment: dt.datetime) -> dt.datetime:
+    whole = moment.replace(microsecond=0)
+    return whole + dt.timedelta(seconds=1) if moment.microsecond >= 500_000 else whole
+
+
+def format_offset(offset: dt.timedelta, *, seconds: bool) -> str:
+    """+HH:MM (nearest minute) or +HH:MM:SS (exact, for local-mean-time offsets)."""
+    total = offset.total_seconds()
+    sign = "-" if total < 0 else "+"
+    total = abs(total) if seconds else round(abs(total) / 60) * 60
+    hours, rest = divmod(int(round(total)), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{sign}{hours:02d}:{minutes:02d}:{secs:02d}" if seconds else f"{sign}{hours:02d}:{minutes:02d}"
+
+
+def format_coordinates(latitude: float, longitude: float) -> str:
+    """48.8566°N, 2.3522°E"""
+    return (f"{abs(latitude):.4f}°{'N' if latitude >= 0 else 'S'}, "
+            f"{abs(longitude):.4f}°{'E' if longitude >= 0 else 'W'}")

@@ -1,0 +1,104 @@
+"""Who is asking, and may they: API-key enforcement (spec: Authentication) and rate limits (spec: Limits).
+
+The one place in the request path where identity and limits are decided. ``ApiHandler.prepare`` calls
+``admit`` before any endpoint code runs and writes the headers it returns on every response.
+
+| API_KEY_REQUIRED | X-API-Key           | outcome                                                       |
+|------------------|---------------------|---------------------------------------------------------------|
+| false (default)  | none                | allowed, counted per client IP (ANON_RPM)                     |
+| false            | valid               | allowed, counted per key (the key's rpm)                      |
+| false            | invalid/deactivated | allowed, counted per client IP, ``X-API-Key-Status: invalid`` |
+| true             | none                | 401 MISSING_API_KEY (the attempt is counted per client IP)    |
+| true             | invalid/deactivated | 401 INVALID_API_KEY (counted per client IP)                   |
+| true             | valid               | allowed, counted per key                                      |
+
+A request over its limit is 429 RATE_LIMIT_EXCEEDED, before any 401: a client hammering with bad keys
+is slowed down like any other.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+
+import tornado.httputil
+
+from solarserv.errors import ApiError
+from solarserv.keys import ApiKey
+from solarserv.ratelimit import Decision
+
+API_KEY_HEADER = "X-API-Key"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What ``admit`` decided: headers for the response, and the error to answer with when refused."""
+
+    headers: dict[str, str]
+    refusal: ApiError | None = None
+
+
+async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> Admission:
+    settings = services.settings
+    supplied = request.headers.get(API_KEY_HEADER, "").strip()
+    key = services.keys.active_key(supplied) if supplied else None
+    if key is not None:
+        decision = await services.limiter.hit(key_counter(key), key.rpm)
+    else:
+        decision = await services.limiter.hit(ip_counter(client_ip(request, settings.trust_proxy)),
+                                              settings.anon_rpm)
+    headers = decision.headers()
+    if supplied and key is None:
+        # With enforcement off the request still passes on per-IP limits; say so, so a typo is not silent.
+        headers["X-API-Key-Status"] = "invalid"
+    if not decision.allowed:
+        headers["Retry-After"] = str(decision.retry_after)
+        return Admission(headers, _rate_limited(decision))
+    if settings.api_key_required and key is None:
+        return Admission(headers, _invalid_key() if supplied else _missing_key())
+    return Admission(headers)
+
+
+def key_counter(key: ApiKey) -> str:
+    """The counter of a key's requests. From its digest, not its id: data dirs sharing a Redis never clash."""
+    return f"key:{key.digest[:16]}"
+
+
+def ip_counter(ip: str) -> str:
+    return f"ip:{ip}"
+
+
+def client_ip(request: tornado.httputil.HTTPServerRequest, trust_proxy: bool) -> str:
+    """The socket's peer; with TRUST_PROXY, the address the proxy in front of us reports.
+
+    X-Real-IP wins (a proxy sets it whole); else the last X-Forwarded-For entry, the one our own proxy
+    appended. Earlier entries come from the client and prove nothing. A value that is not an IP address
+    is ignored.
+    """
+    if trust_proxy:
+        forwarded = (request.headers.get("X-Real-IP")
+                     or request.headers.get("X-Forwarded-For", "").split(",")[-1]).strip()
+        try:
+            return str(ipaddress.ip_address(forwarded))
+        except ValueError:
+            pass
+    return request.remote_ip or "unknown"
+
+
+def _rate_limited(decision: Decision) -> ApiError:
+    wait = decision.retry_after
+    return ApiError("RATE_LIMIT_EXCEEDED", 429,
+                    f"Rate limit of {decision.limit} requests per minute exceeded; retry in {wait} "
+                    f"second{'' if wait == 1 else 's'}.",
+                    retry_after=wait)
+
+
+def _missing_key() -> ApiError:
+    return ApiError("MISSING_API_KEY", 401,
+                    f"This service requires an API key: send it in the {API_KEY_HEADER} header.")
+
+
+def _invalid_key() -> ApiError:
+    return ApiError("INVALID_API_KEY", 401,
+                    f"The API key in the {API_KEY_HEADER} header is not recognised or has been deactivated.")

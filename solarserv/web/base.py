@@ -1,0 +1,112 @@
+"""Handler base classes: security headers, and the one place an error becomes a response.
+
+BaseHandler → ApiHandler (JSON, error envelope, identity and rate limits in ``prepare``)
+            → PageHandler (HTML pages; see the console and public page modules).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import tornado.web
+
+from solarserv.errors import ApiError
+from solarserv.web import access
+
+log = logging.getLogger("solarserv.web")
+
+_HTTP_CODES = {
+    400: "INVALID_REQUEST",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "REQUEST_TOO_LARGE",
+}
+
+
+class BaseHandler(tornado.web.RequestHandler):
+    def set_default_headers(self) -> None:
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.clear_header("Server")
+
+    @property
+    def services(self) -> Any:
+        """The application's services (settings, pipeline, …): see solarserv.web.app.Services."""
+        return self.application.settings["services"]
+
+
+class ApiHandler(BaseHandler):
+    """JSON in and out. Every failure, expected or not, is written by ``write_error`` as the envelope."""
+
+    # False for endpoints outside the metered API (the health check): no key needed, no rate limit.
+    metered = True
+    admission: access.Admission | None = None
+
+    async def prepare(self) -> None:
+        """Admit the request (API key, rate limit: solarserv.web.access) before the endpoint runs."""
+        if self.metered:
+            self.admission = await access.admit(self.request, self.services)
+            self._write_admission_headers()
+            if self.admission.refusal is not None:
+                raise self.admission.refusal
+
+    def check_xsrf_cookie(self) -> None:
+        """Exempt: the key travels in a header, never a cookie, so a cross-site form has no credential to
+        ride on; and JSON clients have no XSRF token to send."""
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.set_header("Cache-Control", "no-store")
+
+    def write_json(self, payload: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.finish(json.dumps(payload, ensure_ascii=False))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error = _as_api_error(status_code, kwargs.get("exc_info"))
+        self.set_status(error.status)
+        # Headers set for a response that then failed (e.g. a half-built result) must not leak into the error.
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        # send_error's clear() dropped the headers prepare set; the rate-limit ones belong on every answer.
+        self._write_admission_headers()
+        self.finish(json.dumps(error.envelope(), ensure_ascii=False))
+
+    def _write_admission_headers(self) -> None:
+        for name, value in self.admission.headers.items() if self.admission else ():
+            self.set_header(name, value)
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, ApiError):
+            # An answer the client is meant to get, not a fault: one line, no traceback.
+            log.info("%s %s → %d %s: %s", self.request.method, self.request.path, value.status, value.code,
+                     value.message)
+        else:
+            super().log_exception(typ, value, tb)
+
+
+def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
+    exception = exc_info[1] if exc_info else None
+    if isinstance(exception, ApiError):
+        return exception
+    if isinstance(exception, tornado.web.HTTPError) and exception.status_code < 500:
+        code = _HTTP_CODES.get(exception.status_code, f"HTTP_{exception.status_code}")
+        return ApiError(code, exception.status_code, exception.log_message or exception.reason
+                        or tornado.web.httputil.responses.get(exception.status_code, "Error"))
+    if status_code < 500:
+        return ApiError(_HTTP_CODES.get(status_code, f"HTTP_{status_code}"), status_code,
+                        tornado.web.httputil.responses.get(status_code, "Error"))
+    # Never a traceback to the client; Tornado's log_exception has logged it on the server.
+    return ApiError("CALCULATION_FAILED", 500,
+                    "The calculation failed because of an internal error. It has been logged; "
+                    "please try again or report it.")
+
+
+class NotFoundHandler(ApiHandler):
+    """The application's last route: any unknown path is a JSON 404."""
+
+    def prepare(self) -> None:
+        raise ApiError("NOT_FOUND", 404, f"There is nothing at {self.request.path}. The API lives under "
+                                         "/api/v1/ (POST or GET /api/v1/solar-time).")

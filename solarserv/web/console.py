@@ -1,0 +1,258 @@
+"""The operator console at /console: log in with the admin token; list, create, deactivate API keys.
+
+How it is protected (the spec leaves it open):
+- The admin token is ADMIN_TOKEN, or one generated at start whose login link the server prints (as
+  Jupyter does). The token travels in a URL only in that one link, which sets the session and redirects
+  at once; the access log never shows console query strings. Tokens are compared in constant time.
+- The session is a signed cookie (HttpOnly, SameSite=Strict, Secure over HTTPS) that lasts
+  SESSION_DAYS. Its signing secret is generated once and kept in DATA_DIR/cookie_secret, so restarts and
+  sibling processes on the same data dir keep sessions; deleting the file ends every session.
+- Every form carries Tornado's XSRF token; login attempts are limited per client IP; every page is sent
+  with no-store, frame-deny and a content security policy that allows only this site's own files.
+- Every handler declares ``access = Access.ADMIN`` or ``Access.PUBLIC``; ``check_declared_access``
+  refuses to build an application where one does not.
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import logging
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import tornado.httputil
+import tornado.web
+
+from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStoreError
+from solarserv.web.access import client_ip, key_counter
+from solarserv.web.base import BaseHandler
+
+CONSOLE_PATH = "/console"
+LOGIN_PATH = "/console/login"
+SESSION_COOKIE = "solarserv_console"
+SESSION_DAYS = 7
+LOGIN_ATTEMPTS_PER_MINUTE = 10
+_ADMIN = b"admin"  # the session cookie's signed value: there is one operator role
+
+SECURITY_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+}
+
+access_log = logging.getLogger("tornado.access")
+
+
+class Access(enum.Enum):
+    ADMIN = "admin"  # needs a console session
+    PUBLIC = "public"  # anyone: only the login page
+
+
+@dataclass(frozen=True)
+class ConsoleSecrets:
+    admin_token: str
+    token_generated: bool  # True: the server prints a login link, since nobody else knows the token
+    cookie_secret: str
+
+    @classmethod
+    def load(cls, settings: Any) -> ConsoleSecrets:
+        token = settings.admin_token or secrets.token_urlsafe(32)
+        return cls(admin_token=token, token_generated=not settings.admin_token,
+                   cookie_secret=persisted_secret(Path(settings.data_dir) / "cookie_secret"))
+
+    def login_link(self, base_url: str) -> str:
+        """The one-time login link printed at start (only for a generated token)."""
+        return f"{base_url.rstrip('/')}{LOGIN_PATH}?{urlencode({'token': self.admin_token})}"
+
+
+def persisted_secret(path: Path) -> str:
+    """The secret in ``path``, created on first use, readable by the owner only.
+
+    Written to a temporary file and linked into place, so processes starting together all read the one
+    that won, never a half-written file.
+    """
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(secrets.token_urlsafe(48))
+    try:
+        os.link(draft, path)
+    except FileExistsError:
+        pass  # another process got there first; use its secret
+    finally:
+        draft.unlink()
+    return path.read_text().strip()
+
+
+class ConsoleHandler(BaseHandler):
+    """HTML pages with XSRF-checked forms. Subclasses must set ``access`` (see check_declared_access)."""
+
+    access: Access
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        for name, value in SECURITY_HEADERS.items():
+            self.set_header(name, value)
+
+    def get_current_user(self) -> str | None:
+        value = self.get_signed_cookie(SESSION_COOKIE, max_age_days=SESSION_DAYS)
+        return "admin" if value == _ADMIN else None
+
+    def prepare(self) -> None:
+        if self.access is Access.ADMIN and not self.current_user:
+            if self.request.method in ("GET", "HEAD"):
+                self.redirect(f"{LOGIN_PATH}?{urlencode({'next': self.request.uri})}")
+                return
+            raise tornado.web.HTTPError(403, "no console session")
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        self.render("console_error.html", status=status_code,
+                    reason=tornado.httputil.responses.get(status_code, "Error"))
+
+
+class LoginHandler(ConsoleHandler):
+    access = Access.PUBLIC
+
+    async def get(self) -> None:
+        token = self.get_query_argument("token", None)
+        if token is not None:  # the one-time login link
+            await self._log_in(token)
+        elif self.current_user:
+            self.redirect(local_path(self.get_query_argument("next", None)))
+        else:
+            self._login_page()
+
+    async def post(self) -> None:
+        await self._log_in(self.get_body_argument("token", ""))
+
+    async def _log_in(self, token: str) -> None:
+        attempts = await self.services.limiter.hit(
+            f"console-login:{client_ip(self.request, self.services.settings.trust_proxy)}",
+            LOGIN_ATTEMPTS_PER_MINUTE)
+        if not attempts.allowed:
+            self.set_header("Retry-After", str(attempts.retry_after))
+            self._login_page(f"Too many login attempts from your address; try again in "
+                             f"{attempts.retry_after} seconds.", status=429)
+        elif not hmac.compare_digest(token.encode(), self.services.console.admin_token.encode()):
+            self._login_page("That is not the admin token.", status=403)
+        else:
+            self.set_signed_cookie(SESSION_COOKIE, _ADMIN, expires_days=SESSION_DAYS, httponly=True,
+                                   samesite="Strict", secure=self._over_https())
+            # Also drops the token from the address bar: the browser lands on a clean URL.
+            self.redirect(local_path(self.get_argument("next", None)), status=303)
+
+    def _login_page(self, message: str | None = None, status: int = 200) -> None:
+        self.set_status(status)
+        self.render("console_login.html", message=message,
+                    next_path=local_path(self.get_argument("next", None)))
+
+    def _over_https(self) -> bool:
+        if self.services.settings.trust_proxy:
+            return self.request.headers.get("X-Forwarded-Proto", self.request.protocol).lower() == "https"
+        return self.request.protocol == "https"
+
+
+class LogoutHandler(ConsoleHandler):
+    access = Access.ADMIN
+
+    def post(self) -> None:
+        self.clear_cookie(SESSION_COOKIE)
+        self.redirect(LOGIN_PATH, status=303)
+
+
+class KeysHandler(ConsoleHandler):
+    """The console's one page: the keys, with the form that creates one."""
+
+    access = Access.ADMIN
+
+    async def get(self) -> None:
+        await self._keys_page()
+
+    async def post(self) -> None:
+        form = {name: self.get_body_argument(name, "").strip() for name in ("label", "tier", "rpm")}
+        try:
+            rpm = _form_rpm(form["tier"], form["rpm"])
+            issued = self.services.keys.create(form["label"], form["tier"], rpm)
+        except KeyStoreError as exc:
+            self.set_status(400)
+            await self._keys_page(error=str(exc), form=form)
+            return
+        await self._keys_page(new_key=issued.key, new_record=issued.record)
+
+    async def _keys_page(self, **shown: Any) -> None:
+        keys = self.services.keys.all()
+        counts = await self.services.limiter.current_counts([key_counter(key) for key in keys])
+        page = {"error": None, "form": {"label": "", "tier": "free", "rpm": ""}, "new_key": None,
+                "new_record": None, **shown}
+        self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
+                    tiers=TIERS.values(), **page)
+
+
+class KeyStatusHandler(ConsoleHandler):
+    access = Access.ADMIN
+
+    def post(self, key_id: str, action: str) -> None:
+        try:
+            self.services.keys.set_status(int(key_id), ACTIVE if action == "activate" else INACTIVE)
+        except KeyStoreError:
+            raise tornado.web.HTTPError(404) from None
+        self.redirect(CONSOLE_PATH, status=303)
+
+
+def _form_rpm(tier: str, rpm: str) -> int | None:
+    """The rpm field counts only for pro keys (the others' rpm is fixed by the tier)."""
+    if tier != "pro":
+        return None
+    if not rpm:
+        return None  # the store explains the missing choice
+    if not rpm.isdigit():
+        raise KeyStoreError(f"RPM must be a whole number, not {rpm!r}.")
+    return int(rpm)
+
+
+def local_path(target: str | None) -> str:
+    """``target`` if it is a path on this site, else the console: a login never redirects elsewhere."""
+    if (target and target.startswith("/") and not target.startswith("//") and "\\" not in target
+            # Browsers drop tabs and newlines from URLs: "/\t/evil.example" would become "//evil.example".
+            and not any(character.isspace() or ord(character) < 32 for character in target)):
+        parts = urlsplit(target)
+        if not parts.scheme and not parts.netloc:
+            return target
+    return CONSOLE_PATH
+
+
+def check_declared_access(routes: list[tuple[str, type]]) -> None:
+    """Deny by default: refuse to build an app in which a console handler leaves its access unsaid."""
+    for pattern, handler in routes:
+        if not isinstance(vars(handler).get("access"), Access):
+            raise TypeError(f"{handler.__name__} (route {pattern}) must declare access = Access.ADMIN or "
+                            "Access.PUBLIC.")
+
+
+def log_request(handler: tornado.web.RequestHandler) -> None:
+    """Tornado's access-log line, without query strings on console pages (the login link holds the token)."""
+    status = handler.get_status()
+    request = handler.request
+    target = request.path if isinstance(handler, ConsoleHandler) else request.uri
+    level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    access_log.log(level, "%d %s %s (%s) %.2fms", status, request.method, target, request.remote_ip,
+                   1000.0 * request.request_time())
+
+
+routes = [
+    (CONSOLE_PATH, KeysHandler),
+    (LOGIN_PATH, LoginHandler),
+    (r"/console/logout", LogoutHandler),
+    (r"/console/keys/([0-9]+)/(activate|deactivate)", KeyStatusHandler),
+]

@@ -1,0 +1,28 @@
+// The console works without this file; it adds a copy button and enables RPM only for pro keys.
+"use strict";
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const button of document.querySelectorAll("button[data-copy]")) {
+    button.addEventListener("click", () => copyKey(button.dataset.copy));
+  }
+  for (const select of document.querySelectorAll("select[data-rpm-field]")) {
+    const rpm = document.getElementById(select.dataset.rpmField);
+    const sync = () => { rpm.disabled = select.value !== "pro"; };
+    select.addEventListener("change", sync);
+    sync();
+  }
+});
+
+async function copyKey(inputId) {
+  const input = document.getElementById(inputId);
+  const status = document.querySelector(`[data-copy-status="${inputId}"]`);
+  try {
+    await navigator.clipboard.writeText(input.value);
+    status.textContent = "Copied to the clipboard.";
+  } catch {
+    // The clipboard API needs HTTPS (or localhost): select the key so Ctrl+C / ⌘C copies it.
+    input.focus();
+    input.select();
+    status.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
+  }
+}

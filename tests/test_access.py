@@ -1,0 +1,324 @@
+"""API keys and rate limits over HTTP (spec: Authentication, Limits): every row of the enforcement table in
+both modes, the rate-limit headers on every answer, shared counts across processes, and a Redis outage."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from email.message import Message
+from urllib.parse import urlencode
+
+import pytest
+from counters import RedisServer, UnusedMinuteClock
+
+from solarserv import config
+from solarserv.geo.gazetteer import ensure_index
+from solarserv.keys import KeyStore
+from solarserv.ratelimit import RateLimiter, RedisCounters
+from solarserv.web.app import Services, make_app
+
+ANON_RPM = 3
+PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
+PARIS_GET = "/api/v1/solar-time?" + urlencode(PARIS)
+UNKNOWN_KEY = "tst_" + "x" * 43
+LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def gazetteer_index(data_dir):
+    """The session's gazetteer index, built before the first request here: built inside a request, it can
+    outlast the HTTP client's 20 s timeout on a busy machine (it takes 15 s to a minute)."""
+    return ensure_index(data_dir)
+
+
+@pytest.fixture
+def overrides():
+    """Settings a test changes (tests parametrize this fixture)."""
+    return {}
+
+
+@pytest.fixture
+def settings(base_settings, overrides):
+    return dataclasses.replace(base_settings, **{"anon_rpm": ANON_RPM, **overrides})
+
+
+@pytest.fixture
+def clock():
+    return UnusedMinuteClock()
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def limiter(request, io_loop, clock):
+    shared = RedisCounters(request.getfixturevalue("redis_url")) if request.param == "redis" else None
+    limiter = RateLimiter(shared, clock=clock)
+    yield limiter
+    io_loop.run_sync(limiter.close)
+
+
+@pytest.fixture
+def keys(tmp_path):
+    store = KeyStore.open(tmp_path)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def app(settings, services, keys, limiter):
+    """The real app with this test's settings, key store and limiter (the pipeline is the session's)."""
+    return make_app(settings, Services(settings=settings, pipeline=services.pipeline, keys=keys,
+                                       limiter=limiter, console=services.console))
+
+
+@pytest.fixture
+def api(app, api):
+    """conftest's fetch helper. Naming `app` here puts it, and the limiter it is parametrized by, in each
+    test's fixture closure: pytest-tornasync asks for `app` only at run time, too late to parametrize."""
+    return api
+
+
+def limits(reply) -> tuple[int, int, int]:
+    return tuple(int(reply.headers[name]) for name in LIMIT_HEADERS)
+
+
+def key_for(keys: KeyStore, kind: str) -> str | None:
+    """The X-API-Key a client of this kind sends: none, a valid key, an unknown one, a deactivated one."""
+    if kind == "none":
+        return None
+    if kind == "unknown":
+        return UNKNOWN_KEY
+    issued = keys.create(f"{kind} key", "free")
+    if kind == "deactivated":
+        keys.set_status(issued.record.id, "inactive")
+    return issued.key
+
+
+# (API_KEY_REQUIRED, key sent, status, error code, limit applied, X-API-Key-Status): the spec's table.
+ENFORCEMENT_TABLE = [
+    (False, "none", 200, None, ANON_RPM, None),
+    (False, "valid", 200, None, 10, None),
+    (False, "unknown", 200, None, ANON_RPM, "invalid"),
+    (False, "deactivated", 200, None, ANON_RPM, "invalid"),
+    (True, "none", 401, "MISSING_API_KEY", ANON_RPM, None),
+    (True, "unknown", 401, "INVALID_API_KEY", ANON_RPM, "invalid"),
+    (True, "deactivated", 401, "INVALID_API_KEY", ANON_RPM, "invalid"),
+    (True, "valid", 200, None, 10, None),
+]
+
+
+@pytest.mark.parametrize(("overrides", "kind", "status", "code", "limit", "key_status"), [
+    ({"api_key_required": required}, kind, status, code, limit, key_status)
+    for required, kind, status, code, limit, key_status in ENFORCEMENT_TABLE
+], ids=[f"{'on' if row[0] else 'off'}-{row[1]}" for row in ENFORCEMENT_TABLE])
+async def test_every_row_of_the_enforcement_table(api, keys, overrides, kind, status, code, limit,
+                                                  key_status):
+    key = key_for(keys, kind)
+    reply = await api(PARIS_GET, headers={"X-API-Key": key} if key else None)
+    assert reply.status == status, reply.body
+    if code:
+        assert reply.json() == {"error": {"code": code, "message": reply.json()["error"]["message"]}}
+        assert "X-API-Key" in reply.json()["error"]["message"]
+    assert limits(reply)[:2] == (limit, limit - 1)
+    assert reply.headers.get("X-API-Key-Status") == key_status
+
+
+async def test_anonymous_clients_get_anon_rpm_then_429_until_the_minute_turns(api, clock):
+    replies = [await api(PARIS_GET) for _ in range(ANON_RPM + 1)]
+    assert [reply.status for reply in replies] == [200, 200, 200, 429]
+    window_end = int(clock.now // 60 + 1) * 60
+    assert [limits(reply) for reply in replies] == [(3, remaining, window_end) for remaining in (2, 1, 0, 0)]
+    refused = replies[-1]
+    assert refused.json() == {"error": {
+        "code": "RATE_LIMIT_EXCEEDED", "retry_after": 50,
+        "message": "Rate limit of 3 requests per minute exceeded; retry in 50 seconds."}}
+    assert refused.headers["Retry-After"] == "50"  # the clock stands 10 s into its minute
+    assert "Retry-After" not in replies[0].headers
+    clock.advance(50)
+    assert (await api(PARIS_GET)).status == 200
+
+
+async def test_a_valid_key_has_its_own_count_and_rpm(api, keys):
+    key = keys.create("Acme", "free").key
+    statuses = [(await api(PARIS_GET, headers={"X-API-Key": key})).status for _ in range(11)]
+    assert statuses == [200] * 10 + [429]
+    anonymous = await api(PARIS_GET)
+    assert anonymous.status == 200 and limits(anonymous)[:2] == (ANON_RPM, ANON_RPM - 1)
+
+
+@pytest.mark.parametrize("overrides", [{"api_key_required": True}])
+async def test_rate_limit_headers_are_on_every_api_answer(api, keys, overrides):
+    key = keys.create("Acme", "free").key
+    with_key = {"X-API-Key": key}
+    replies = [
+        await api(PARIS_GET, headers=with_key),  # 200
+        await api("/api/v1/solar-time", "POST", PARIS, headers=with_key),  # 200, and no XSRF token needed
+        await api("/api/v1/solar-time?date=2026-07-14", headers=with_key),  # 400
+        await api("/api/v1/solar-time", "POST", {**PARIS, "latitude": 91}, headers=with_key),  # 422
+        await api("/api/v1/solar-time", "POST", "x" * 20_000, headers=with_key),  # 413
+        await api("/api/v1/solar-time?" + urlencode({**PARIS, "local_time": "25:00"}), headers=with_key),
+        await api(PARIS_GET),  # 401
+    ]
+    assert [reply.status for reply in replies] == [200, 200, 400, 422, 413, 400, 401]
+    assert [limits(reply)[1] for reply in replies] == [9, 8, 7, 6, 5, 4, ANON_RPM - 1]
+    for _ in range(4 + 1):  # the four left, then one too many
+        refused = await api("/api/v1/solar-time", "POST", PARIS, headers=with_key)
+    assert refused.status == 429 and limits(refused)[:2] == (10, 0)
+    assert refused.headers["X-RateLimit-Reset"] == replies[0].headers["X-RateLimit-Reset"]
+
+
+@pytest.mark.parametrize("overrides", [{"api_key_required": True}])
+async def test_over_the_limit_bad_keys_get_429_before_401(api, overrides):
+    replies = [await api(PARIS_GET, headers={"X-API-Key": UNKNOWN_KEY}) for _ in range(ANON_RPM + 1)]
+    assert [reply.status for reply in replies] == [401] * ANON_RPM + [429]
+
+
+async def test_a_key_created_or_deactivated_by_another_process_counts_at_once(api, keys, tmp_path):
+    other_process = KeyStore.open(tmp_path)
+    try:
+        issued = other_process.create("Acme", "free")
+        assert limits(await api(PARIS_GET, headers={"X-API-Key": issued.key}))[0] == 10
+        other_process.set_status(issued.record.id, "inactive")
+        reply = await api(PARIS_GET, headers={"X-API-Key": issued.key})
+    finally:
+        other_process.close()
+    assert reply.headers["X-API-Key-Status"] == "invalid" and limits(reply)[0] == ANON_RPM
+
+
+async def test_proxy_headers_are_ignored_unless_trusted(api, limiter):
+    for forwarded in ("203.0.113.1", "203.0.113.2"):
+        await api(PARIS_GET, headers={"X-Forwarded-For": forwarded, "X-Real-IP": forwarded})
+    counts = await limiter.current_counts(["ip:127.0.0.1", "ip:203.0.113.1", "ip:203.0.113.2"])
+    assert counts == {"ip:127.0.0.1": 2, "ip:203.0.113.1": 0, "ip:203.0.113.2": 0}
+
+
+@pytest.mark.parametrize("overrides", [{"trust_proxy": True}])
+async def test_trusted_proxy_headers_name_the_client(api, limiter, overrides):
+    await api(PARIS_GET, headers={"X-Real-IP": "203.0.113.1"})
+    # Only the last X-Forwarded-For entry was added by our proxy; the earlier ones are the client's word.
+    await api(PARIS_GET, headers={"X-Forwarded-For": "198.51.100.7, 203.0.113.2"})
+    await api(PARIS_GET, headers={"X-Forwarded-For": "not an address"})
+    await api(PARIS_GET, headers={"X-Real-IP": "2001:DB8::0001"})
+    counts = await limiter.current_counts(["ip:203.0.113.1", "ip:203.0.113.2", "ip:198.51.100.7",
+                                           "ip:127.0.0.1", "ip:2001:db8::1"])
+    assert counts == {"ip:203.0.113.1": 1, "ip:203.0.113.2": 1, "ip:198.51.100.7": 0, "ip:127.0.0.1": 1,
+                      "ip:2001:db8::1": 1}
+
+
+@pytest.mark.parametrize("overrides", [{"api_key_required": True}])
+async def test_health_is_neither_keyed_nor_limited(api, limiter, overrides):
+    for _ in range(ANON_RPM + 1):
+        reply = await api("/healthz")
+        assert reply.status == 200
+    assert not any(name in reply.headers for name in LIMIT_HEADERS)
+    assert await limiter.current_counts(["ip:127.0.0.1"]) == {"ip:127.0.0.1": 0}
+    health = reply.json()
+    assert health["api_key_required"] is True
+    assert health["rate_limit_counters"]["store"] in {"redis", "in-process"}
+
+
+class TestRedisOutage:
+    """Redis in use, lost and regained while serving: this class's app counts on a Redis of its own."""
+
+    @pytest.fixture
+    def redis_server(self):
+        with RedisServer() as server:
+            yield server
+
+    @pytest.fixture
+    def limiter(self, redis_server, io_loop, clock):
+        # Tries Redis on every request while it is down, so the test sees its return at once.
+        limiter = RateLimiter(RedisCounters(redis_server.url), clock=clock, reconnect_interval=0)
+        yield limiter
+        io_loop.run_sync(limiter.close)
+
+    @pytest.mark.redis
+    @pytest.mark.parametrize("overrides", [{"anon_rpm": 100}])
+    async def test_requests_are_answered_through_a_redis_outage(self, api, redis_server, caplog, overrides):
+        caplog.set_level(logging.WARNING, logger="solarserv.ratelimit")
+        assert (await api(PARIS_GET)).status == 200
+        assert (await api("/healthz")).json()["rate_limit_counters"]["store"] == "redis"
+
+        redis_server.stop()
+        during = [await api(PARIS_GET) for _ in range(3)]
+        assert [reply.status for reply in during] == [200, 200, 200]
+        assert [limits(reply)[1] for reply in during] == [99, 98, 97]  # counted afresh, in this process
+        health = (await api("/healthz")).json()
+        assert health["status"] == "degraded"
+        assert health["rate_limit_counters"]["redis"] == "unreachable"
+        assert len([record for record in caplog.records if "unreachable" in record.getMessage()]) == 1
+
+        redis_server.start()
+        back = await api(PARIS_GET)
+        assert back.status == 200 and limits(back)[1] == 99  # the new, empty Redis counts again
+        health = (await api("/healthz")).json()
+        assert health["status"] == "ok" and health["rate_limit_counters"]["redis"] == "in use"
+
+
+# Two real `solarserv serve` processes on one Redis and one data dir.
+
+
+def start_server(data_dir, redis_url: str, log_path) -> tuple[subprocess.Popen, str, list[str]]:
+    """Start `solarserv serve --port 0`; return the process, its base URL and the lines it printed."""
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in {setting.env for setting in config.SETTINGS}}
+    with log_path.open("w") as log:  # the server keeps its own copy of the file
+        process = subprocess.Popen(
+            [sys.executable, "-m", "solarserv", "serve", "--port", "0", "--data-dir", str(data_dir),
+             "--redis-url", redis_url],
+            stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
+    printed = []
+    for line in process.stdout:
+        printed.append(line.strip())
+        if line.startswith("Console"):
+            return process, printed[0].rsplit(" ", 1)[1].rstrip("/"), printed
+    raise AssertionError(f"the server stopped before it was ready: {printed}; see {log_path}")
+
+
+def fetch(url: str, key: str) -> tuple[int, Message]:
+    request = urllib.request.Request(url, headers={"X-API-Key": key})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.headers
+
+
+def cli(data_dir, *args: str) -> str:
+    return subprocess.run([sys.executable, "-m", "solarserv", "keys", *args, "--data-dir", str(data_dir)],
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_two_server_processes_share_one_limit_and_one_key_store(redis_url, data_dir, tmp_path):
+    servers = [start_server(data_dir, redis_url, tmp_path / f"server{number}.log") for number in (1, 2)]
+    try:
+        for _, _, printed in servers:
+            assert printed[0].startswith("solarserv ") and " ready at http://127.0.0.1:" in printed[0]
+            assert "/console/login?token=" in printed[1]  # ADMIN_TOKEN unset: a login link is printed
+        urls = [url + PARIS_GET for _, url, _ in servers]
+        # Created by the CLI while both servers run: it must work at once in both.
+        created = json.loads(cli(data_dir, "create", "--label", "two processes", "--tier", "free", "--json"))
+        seconds_into_minute = time.time() % 60
+        if seconds_into_minute > 50:  # keep the twelve requests inside one window
+            time.sleep(60.5 - seconds_into_minute)
+        answers = [fetch(urls[number % 2], created["key"]) for number in range(12)]
+        assert [status for status, _ in answers] == [200] * 10 + [429, 429]
+        remaining = [int(headers["X-RateLimit-Remaining"]) for _, headers in answers]
+        assert remaining == [9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0]
+        cli(data_dir, "deactivate", created["preview"])
+        for url in urls:
+            status, headers = fetch(url, created["key"])
+            assert status == 200 and headers["X-API-Key-Status"] == "invalid"
+    finally:
+        for process, _, _ in servers:
+            process.terminate()
+            process.wait(timeout=10)
+            process.stdout.close()

@@ -1,0 +1,55 @@
+"""Each confidence rule (README "Confidence") on its own, and the lowest level winning."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import pytest
+
+from solarserv import civil as civil_time
+from solarserv.confidence import assess
+from solarserv.models import Location
+
+TODAY = dt.date(2026, 11, 21)
+PARIS = Location(place_name="48.8566°N, 2.3522°E", display_name="Paris", latitude=48.8566, longitude=2.3522,
+                 country_code="FR", timezone="Europe/Paris", source="coordinates")
+
+
+def level(location: Location, date: str, time: str = "12:00", zone: str = "Europe/Paris"):
+    civil = civil_time.resolve(dt.date.fromisoformat(date), dt.time.fromisoformat(time), zone)
+    return assess(location, civil, TODAY)
+
+
+def test_coordinates_in_a_certain_zone_on_a_modern_date_are_high():
+    confidence = level(PARIS, "2026-07-14")
+    assert confidence.level == "HIGH" and len(confidence.reasons) == 1
+
+
+@pytest.mark.parametrize("location,date,time,zone,expected,words", [
+    (PARIS, "1905-06-01", "12:00", "Europe/Paris", "LOW", "local mean time"),
+    (PARIS, "2040-01-01", "12:00", "Europe/Paris", "LOW", "more than 10 years ahead"),
+    (dataclasses.replace(PARIS, latitude=89.5), "2026-07-14", "12:00", "Europe/Paris", "LOW", "pole"),
+    (PARIS, "1950-06-01", "12:00", "Europe/Paris", "MEDIUM", "before 1970"),
+    (PARIS, "2026-10-25", "02:30", "Europe/Paris", "MEDIUM", "occurs twice"),
+    (dataclasses.replace(PARIS, source="geocoded"), "2026-07-14", "12:00", "Europe/Paris", "MEDIUM",
+     "town centre"),
+    (dataclasses.replace(PARIS, source="geocoded", chosen_among_several=True), "2026-07-14", "12:00",
+     "Europe/Paris", "MEDIUM", "several places"),
+    (dataclasses.replace(PARIS, near_zone_border=True), "2026-07-14", "12:00", "Europe/Paris", "MEDIUM",
+     "timezone border"),
+])
+def test_each_rule_sets_its_level_and_says_why(location, date, time, zone, expected, words):
+    confidence = level(location, date, time, zone)
+    assert confidence.level == expected
+    assert any(words in reason and reason.startswith(expected) for reason in confidence.reasons)
+
+
+def test_the_lowest_level_wins_and_every_rule_is_listed():
+    confidence = level(dataclasses.replace(PARIS, source="geocoded"), "1905-06-01")
+    assert confidence.level == "LOW"
+    assert [reason.split(":")[0] for reason in confidence.reasons] == ["LOW", "MEDIUM"]
+
+
+def test_ten_years_ahead_is_still_not_low():
+    assert level(PARIS, "2036-07-14").level == "HIGH"

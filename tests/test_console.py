@@ -1,0 +1,360 @@
+"""The operator console (DESIGN §8): login, session, XSRF, headers, and key management through its forms."""
+
+from __future__ import annotations
+
+import dataclasses
+import html.parser
+import logging
+import re
+import stat
+from http.cookies import SimpleCookie
+from urllib.parse import urlencode
+
+import pytest
+import tornado.web
+
+from solarserv.keys import KeyStore
+from solarserv.ratelimit import RateLimiter
+from solarserv.web import console
+from solarserv.web.app import Services, make_app
+from solarserv.web.console import (
+    LOGIN_ATTEMPTS_PER_MINUTE,
+    SESSION_COOKIE,
+    Access,
+    ConsoleSecrets,
+    check_declared_access,
+    local_path,
+)
+
+ADMIN_TOKEN = "test-admin-token-0123456789"
+KEY = re.compile(r"tst_[A-Za-z0-9_-]{43}")
+
+
+@pytest.fixture
+def settings(base_settings, tmp_path):
+    return dataclasses.replace(base_settings, data_dir=tmp_path, admin_token=ADMIN_TOKEN)
+
+
+@pytest.fixture
+def keys(settings):
+    store = KeyStore.open(settings.data_dir)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def app(settings, services, keys):
+    """The real app on this test's data dir (key store, cookie secret) with fresh in-process counters."""
+    return make_app(settings, Services(settings=settings, pipeline=services.pipeline, keys=keys,
+                                       limiter=RateLimiter()))
+
+
+class Browser:
+    """Keeps cookies, does not follow redirects, and sends the XSRF token with forms, as a browser would."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.cookies: dict[str, str] = {}
+
+    async def get(self, path: str, **headers: str):
+        return await self._fetch(path, "GET", None, headers)
+
+    async def post(self, path: str, form: dict | None = None, xsrf: bool = True):
+        if xsrf and "_xsrf" not in self.cookies:
+            # A rendered console page sets the XSRF cookie, as a browser gets it from the page with the form.
+            await self.get("/console" if SESSION_COOKIE in self.cookies else "/console/login")
+        fields = {**(form or {}), **({"_xsrf": self.cookies["_xsrf"]} if xsrf else {})}
+        return await self._fetch(path, "POST", urlencode(fields), {})
+
+    async def log_in(self) -> None:
+        reply = await self.get("/console/login?" + urlencode({"token": ADMIN_TOKEN}))
+        assert reply.code == 303, reply.body
+
+    async def _fetch(self, path, method, body, headers):
+        if self.cookies:
+            cookies = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+            headers = {"Cookie": cookies, **headers}
+        response = await self.client.fetch(path, method=method, body=body, headers=headers,
+                                           follow_redirects=False, raise_error=False)
+        for header in response.headers.get_list("Set-Cookie"):
+            for name, morsel in SimpleCookie(header).items():
+                if morsel.value:
+                    self.cookies[name] = morsel.value
+                else:  # clear_cookie: an empty, expired cookie
+                    self.cookies.pop(name, None)
+        return response
+
+    def text(self, response) -> str:
+        return response.body.decode()
+
+
+@pytest.fixture
+def browser(http_server_client):
+    return Browser(http_server_client)
+
+
+def set_cookie(response, name: str) -> str:
+    return next(header for header in response.headers.get_list("Set-Cookie") if header.startswith(name + "="))
+
+
+# Protection.
+
+
+async def test_console_pages_send_no_store_frame_deny_and_a_content_security_policy(browser):
+    login_page = await browser.get("/console/login")
+    await browser.log_in()
+    keys_page = await browser.get("/console")
+    for response in (login_page, keys_page):
+        assert response.code == 200
+        assert response.headers["Cache-Control"] == "no-store"
+        assert response.headers["X-Frame-Options"] == "DENY"
+        policy = response.headers["Content-Security-Policy"]
+        assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+        assert "script-src 'self'" in policy and "form-action 'self'" in policy
+
+
+async def test_the_console_asks_for_a_login_first(browser):
+    reply = await browser.get("/console")
+    assert reply.code == 302 and reply.headers["Location"] == "/console/login?next=%2Fconsole"
+
+
+SAMPLE_PATHS = {  # one concrete path per console route
+    "/console": "/console",
+    "/console/login": "/console/login",
+    "/console/logout": "/console/logout",
+    r"/console/keys/([0-9]+)/(activate|deactivate)": "/console/keys/{id}/deactivate",
+}
+
+
+async def test_every_admin_handler_refuses_without_a_session(browser, keys):
+    assert set(SAMPLE_PATHS) == {pattern for pattern, _ in console.routes}
+    issued = keys.create("Acme", "free")
+    for pattern, handler in console.routes:
+        if handler.access is not Access.ADMIN:
+            continue
+        path = SAMPLE_PATHS[pattern].format(id=issued.record.id)
+        for method in ("GET", "POST"):
+            if getattr(handler, method.lower()) is getattr(tornado.web.RequestHandler, method.lower()):
+                continue  # not implemented: Tornado answers 405
+            reply = await (browser.get(path) if method == "GET" else
+                           browser.post(path, {"label": "x", "tier": "free"}))
+            assert reply.code == (302 if method == "GET" else 403), (method, path)
+    assert [key.status for key in keys.all()] == ["active"]  # nothing was changed or created
+
+
+def test_an_app_with_a_handler_that_does_not_declare_its_access_is_not_built(settings, services, monkeypatch):
+    class Undeclared(console.ConsoleHandler):
+        def get(self) -> None:
+            self.write("secrets")
+
+    class Inherited(console.KeysHandler):
+        """Access inherited, not declared: refused too."""
+
+    for handler in (Undeclared, Inherited):
+        with pytest.raises(TypeError, match=f"{handler.__name__} .* must declare access"):
+            check_declared_access([("/console/extra", handler)])
+    monkeypatch.setattr(console, "routes", [*console.routes, ("/console/extra", Undeclared)])
+    with pytest.raises(TypeError, match="Undeclared"):
+        make_app(settings, Services(settings=settings, pipeline=services.pipeline))
+
+
+async def test_the_login_link_sets_a_session_and_keeps_the_token_out_of_urls_and_logs(browser, caplog):
+    caplog.set_level(logging.INFO, logger="tornado.access")
+    reply = await browser.get("/console/login?" + urlencode({"token": ADMIN_TOKEN}))
+    assert reply.code == 303 and reply.headers["Location"] == "/console"
+    cookie = set_cookie(reply, SESSION_COOKIE)
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert (await browser.get("/console")).code == 200
+    assert caplog.records and not any(ADMIN_TOKEN in record.getMessage() for record in caplog.records)
+
+
+async def test_the_login_form(browser):
+    assert (await browser.post("/console/login", {"token": "wrong"})).code == 403
+    assert SESSION_COOKIE not in browser.cookies
+    reply = await browser.post("/console/login", {"token": ADMIN_TOKEN, "next": "/console?sorted=1"})
+    assert reply.code == 303 and reply.headers["Location"] == "/console?sorted=1"
+    assert SESSION_COOKIE in browser.cookies
+
+
+async def test_a_wrong_token_is_told_and_gives_no_session(browser):
+    reply = await browser.post("/console/login", {"token": ADMIN_TOKEN + "x"})
+    assert reply.code == 403 and "That is not the admin token." in browser.text(reply)
+    assert SESSION_COOKIE not in browser.cookies
+
+
+async def test_forms_without_the_xsrf_token_are_refused(browser, keys):
+    assert (await browser.post("/console/login", {"token": ADMIN_TOKEN}, xsrf=False)).code == 403
+    await browser.log_in()
+    assert (await browser.post("/console", {"label": "Acme", "tier": "free"}, xsrf=False)).code == 403
+    assert keys.all() == []
+
+
+async def test_login_attempts_are_limited_per_client(browser):
+    for _ in range(LOGIN_ATTEMPTS_PER_MINUTE):
+        assert (await browser.post("/console/login", {"token": "guess"})).code == 403
+    reply = await browser.post("/console/login", {"token": ADMIN_TOKEN})  # even the right one, now
+    assert reply.code == 429 and 1 <= int(reply.headers["Retry-After"]) <= 60
+    assert "Too many login attempts" in browser.text(reply)
+    assert SESSION_COOKIE not in browser.cookies
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("/console?page=2", "/console?page=2"),
+    (None, "/console"),
+    ("", "/console"),
+    ("https://evil.example/", "/console"),
+    ("//evil.example/console", "/console"),
+    ("/\\evil.example", "/console"),
+    ("/\t/evil.example", "/console"),
+    ("javascript:alert(1)", "/console"),
+    ("console", "/console"),
+])
+def test_redirects_after_login_go_only_to_local_paths(target, expected):
+    assert local_path(target) == expected
+
+
+async def test_a_foreign_next_is_ignored_by_the_login(browser):
+    reply = await browser.get("/console/login?" + urlencode({"token": ADMIN_TOKEN, "next": "//evil.example"}))
+    assert reply.code == 303 and reply.headers["Location"] == "/console"
+
+
+async def test_logging_out_ends_the_session(browser):
+    await browser.log_in()
+    reply = await browser.post("/console/logout")
+    assert reply.code == 303 and reply.headers["Location"] == "/console/login"
+    assert (await browser.get("/console")).code == 302
+
+
+def test_the_cookie_secret_is_kept_in_the_data_dir_so_sessions_survive_a_restart(settings):
+    first, restarted = ConsoleSecrets.load(settings), ConsoleSecrets.load(settings)
+    assert first.cookie_secret == restarted.cookie_secret and len(first.cookie_secret) >= 64
+    secret_file = settings.data_dir / "cookie_secret"
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    session = tornado.web.create_signed_value(first.cookie_secret, SESSION_COOKIE, "admin")
+    assert tornado.web.decode_signed_value(restarted.cookie_secret, SESSION_COOKIE, session) == b"admin"
+
+
+def test_an_admin_token_is_generated_when_none_is_set(settings):
+    generated = ConsoleSecrets.load(dataclasses.replace(settings, admin_token=None))
+    assert generated.token_generated and len(generated.admin_token) >= 43
+    again = ConsoleSecrets.load(dataclasses.replace(settings, admin_token=None))
+    assert generated.admin_token != again.admin_token
+    assert generated.login_link("http://127.0.0.1:8000/") == (
+        f"http://127.0.0.1:8000/console/login?token={generated.admin_token}")
+    configured = ConsoleSecrets.load(settings)
+    assert configured.admin_token == ADMIN_TOKEN and not configured.token_generated
+
+
+# Managing keys.
+
+
+def row_of(page: str, preview: str) -> list[str]:
+    """The cells of the table row that lists the key with this preview."""
+    row = next(row for row in page.split("<tr")[1:] if preview in row)
+    return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+
+
+async def test_creating_a_key_shows_it_once_and_it_works_at_once(browser, api):
+    await browser.log_in()
+    reply = await browser.post("/console", {"label": "Acme", "tier": "free"})
+    page = browser.text(reply)
+    assert reply.code == 200
+    key = KEY.search(page).group()
+    assert 'type="button" data-copy="new-key"' in page and "only time the full key is shown" in page
+    listing = browser.text(await browser.get("/console"))
+    assert key not in listing
+    cells = row_of(listing, key[:8] + "…")
+    assert cells[:4] == ["Acme", key[:8] + "…", "free", "10"] and cells[5:7] == ["active", "0"]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cells[4])
+    answer = await api("/api/v1/solar-time", headers={"X-API-Key": key})  # a 400, counted against the key
+    assert answer.headers["X-RateLimit-Limit"] == "10" and "X-API-Key-Status" not in answer.headers
+
+
+async def test_the_listing_shows_requests_in_the_current_window(browser, api, keys):
+    issued = keys.create("Acme", "builder")
+    for _ in range(2):
+        await api("/api/v1/solar-time", headers={"X-API-Key": issued.key})
+    await browser.log_in()
+    cells = row_of(browser.text(await browser.get("/console")), issued.record.preview)
+    assert cells[3] == "60" and cells[6] == "2"
+
+
+async def test_a_pro_key_takes_its_rpm_and_needs_one(browser, keys):
+    await browser.log_in()
+    created = await browser.post("/console", {"label": "Big", "tier": "pro", "rpm": "250"})
+    assert created.code == 200 and keys.all()[0].rpm == 250
+    refused = await browser.post("/console", {"label": "Bigger", "tier": "pro", "rpm": ""})
+    assert refused.code == 400 and "needs its rpm chosen, 120 to 300" in browser.text(refused)
+    refused = await browser.post("/console", {"label": "Bigger", "tier": "pro", "rpm": "400"})
+    assert refused.code == 400 and "120 to 300 requests per minute" in browser.text(refused)
+    assert 'value="Bigger"' in browser.text(refused)  # the form keeps what was typed
+    assert [key.label for key in keys.all()] == ["Big"]
+
+
+async def test_labels_are_escaped(browser, keys):
+    keys.create('<script>alert("x")</script>', "free")
+    await browser.log_in()
+    page = browser.text(await browser.get("/console"))
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+
+
+async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, keys):
+    issued = keys.create("Acme", "free")
+    await browser.log_in()
+    reply = await browser.post(f"/console/keys/{issued.record.id}/deactivate")
+    assert reply.code == 303 and reply.headers["Location"] == "/console"
+    answer = await api("/api/v1/solar-time", headers={"X-API-Key": issued.key})
+    assert answer.headers["X-API-Key-Status"] == "invalid"
+    assert row_of(browser.text(await browser.get("/console")), issued.record.preview)[5] == "inactive"
+    await browser.post(f"/console/keys/{issued.record.id}/activate")
+    answer = await api("/api/v1/solar-time", headers={"X-API-Key": issued.key})
+    assert "X-API-Key-Status" not in answer.headers and answer.headers["X-RateLimit-Limit"] == "10"
+    assert (await browser.post("/console/keys/999/deactivate")).code == 404
+
+
+class FormAudit(html.parser.HTMLParser):
+    """Collects what keyboard and screen-reader use depends on: labelled inputs, real buttons."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.input_ids: list[str | None] = []
+        self.label_targets: set[str] = set()
+        self.buttons: list[dict] = []
+        self.clickable_non_buttons = 0
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag in {"input", "select", "textarea"} and attributes.get("type") != "hidden":
+            self.input_ids.append(attributes.get("id"))
+        elif tag == "label" and attributes.get("for"):
+            self.label_targets.add(attributes["for"])
+        elif tag == "button":
+            self.buttons.append(attributes)
+        elif "onclick" in attributes or attributes.get("role") == "button":
+            self.clickable_non_buttons += 1
+
+
+async def test_every_input_is_labelled_and_every_action_is_a_button(browser, keys):
+    keys.create("Acme", "free")
+    login_page = browser.text(await browser.get("/console/login"))
+    await browser.log_in()
+    fresh_key_page = browser.text(await browser.post("/console", {"label": "Beta", "tier": "free"}))
+    for page in (login_page, fresh_key_page):
+        audit = FormAudit()
+        audit.feed(page)
+        assert audit.input_ids and None not in audit.input_ids
+        assert set(audit.input_ids) <= audit.label_targets
+        assert audit.buttons and all(button.get("type") in {"submit", "button"} for button in audit.buttons)
+        assert audit.clickable_non_buttons == 0
+
+
+async def test_the_console_files_are_served_from_the_service(browser):
+    page = browser.text(await browser.get("/console/login"))
+    for asset, content_type in ((r"/static/console\.css\?v=\w+", "text/css"),
+                                (r"/static/console\.js\?v=\w+", "javascript")):
+        path = re.search(asset, page).group()
+        reply = await browser.get(path)
+        assert reply.code == 200 and content_type in reply.headers["Content-Type"]
+    links = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert links and all(link.startswith("/") and not link.startswith("//") for link in links)  # no CDN

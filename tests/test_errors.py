@@ -1,0 +1,185 @@
+"""Every error this service can produce comes back as the one envelope, with the right status."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solarserv.pipeline import Pipeline
+from solarserv.web.app import Services, make_app
+
+PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
+FIELD_NAMES = ["date", "local_time", "latitude", "longitude", "place_name"]
+
+
+def assert_envelope(reply, status: int, code: str) -> dict:
+    assert reply.status == status, reply.body
+    assert reply.headers["Content-Type"].startswith("application/json")
+    body = reply.json()
+    assert set(body) == {"error"}
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    return body["error"]
+
+
+@pytest.mark.parametrize("fields,status_get,status_post", [
+    ({**PARIS, "latitude": 91}, 400, 422),
+    ({**PARIS, "date": "2026-02-29"}, 400, 422),
+    ({**PARIS, "date": "1850-01-01"}, 400, 422),
+    ({**PARIS, "local_time": "25:00"}, 400, 422),
+    ({**PARIS, "place_name": "Paris"}, 400, 422),
+    ({"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8}, 400, 422),
+    ({"date": "2026-07-14", "latitude": 48.8, "longitude": 2.3}, 400, 400),
+    ({"date": "2026-07-14", "local_time": "14:30"}, 400, 400),
+])
+async def test_invalid_request_is_400_on_get_and_400_or_422_on_post(api, fields, status_get, status_post):
+    assert_envelope(await api("/api/v1/solar-time?" + urlencode(fields)), status_get, "INVALID_REQUEST")
+    assert_envelope(await api("/api/v1/solar-time", "POST", fields), status_post, "INVALID_REQUEST")
+
+
+@pytest.mark.parametrize("body", [b"", b"not json", b"[1, 2]", b'{"date": NaN}', b"\xff\xfe", b"[" * 5000])
+async def test_post_body_that_is_not_a_json_object_is_400(api, body):
+    reply = await api("/api/v1/solar-time", "POST", body, {"Content-Type": "application/json"})
+    assert_envelope(reply, 400, "INVALID_REQUEST")
+
+
+async def test_wrong_json_types_are_400(api):
+    reply = await api("/api/v1/solar-time", "POST", {**PARIS, "latitude": "48.8566"})
+    assert "latitude" in assert_envelope(reply, 400, "INVALID_REQUEST")["message"]
+
+
+async def test_nonexistent_local_time_names_the_transition(api):
+    fields = {**PARIS, "date": "2026-03-29", "local_time": "02:30"}
+    error = assert_envelope(await api("/api/v1/solar-time", "POST", fields), 422, "INVALID_REQUEST")
+    assert "does not exist" in error["message"] and "02:00" in error["message"]
+    assert_envelope(await api("/api/v1/solar-time?" + urlencode(fields)), 400, "INVALID_REQUEST")
+
+
+async def test_date_outside_the_ephemeris_names_the_range(api):
+    error = assert_envelope(await api("/api/v1/solar-time", "POST", {**PARIS, "date": "2051-01-01"}),
+                            422, "INVALID_REQUEST")
+    assert "1900-01-01" in error["message"] and "2050-12-31" in error["message"]
+
+
+async def test_international_waters_is_422_timezone_resolution_failed(api):
+    fields = {**PARIS, "latitude": 0.0, "longitude": -140.0}
+    error = assert_envelope(await api("/api/v1/solar-time", "POST", fields), 422, "TIMEZONE_RESOLUTION_FAILED")
+    assert "international waters" in error["message"]
+    assert_envelope(await api("/api/v1/solar-time?" + urlencode(fields)), 422, "TIMEZONE_RESOLUTION_FAILED")
+
+
+async def test_body_over_16_kib_is_refused_with_an_envelope(api):
+    body = json.dumps({**PARIS, "padding": "x" * 17_000})
+    assert_envelope(await api("/api/v1/solar-time", "POST", body, {"Content-Type": "application/json"}),
+                    413, "REQUEST_TOO_LARGE")
+
+
+def test_chunked_body_over_16_kib_is_refused_with_an_envelope(live_server):
+    connection = http.client.HTTPConnection(urlsplit(live_server).netloc, timeout=30)
+    body = json.dumps({**PARIS, "padding": "x" * 40_000}).encode()
+    chunks = (body[i:i + 4096] for i in range(0, len(body), 4096))
+    try:
+        connection.request("POST", "/api/v1/solar-time", body=chunks,
+                           headers={"Content-Type": "application/json"}, encode_chunked=True)
+        response = connection.getresponse()
+        assert response.status == 413
+        assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
+    finally:
+        connection.close()
+
+
+async def test_unknown_path_and_method_are_envelopes(api):
+    assert_envelope(await api("/api/v1/nothing"), 404, "NOT_FOUND")
+    assert_envelope(await api("/api/v1/solar-time", "PUT", PARIS), 405, "METHOD_NOT_ALLOWED")
+
+
+class ExplodingEngine:
+    name = "exploding"
+
+    def sun_state(self, instant, latitude, longitude):
+        raise ZeroDivisionError("secret internal detail")
+
+
+@pytest.fixture
+def exploding_app(base_settings, services):
+    pipeline = services.pipeline
+    broken = Pipeline(pipeline.geocoder, pipeline.timezones, ExplodingEngine(), pipeline.narrator)
+    return make_app(base_settings, Services(settings=base_settings, pipeline=broken))
+
+
+async def test_unexpected_exception_is_500_calculation_failed_without_traceback(
+        exploding_app, http_server_client, caplog):
+    # The `app` fixture of pytest-tornasync is replaced for this test by the app whose engine raises.
+    caplog.set_level(logging.ERROR)
+    response = await http_server_client.fetch("/api/v1/solar-time", method="POST", body=json.dumps(PARIS),
+                                              raise_error=False)
+    assert response.code == 500
+    body = json.loads(response.body)
+    assert body["error"]["code"] == "CALCULATION_FAILED"
+    assert "secret internal detail" not in response.body.decode()
+    assert "Traceback" not in response.body.decode()
+    assert "secret internal detail" in caplog.text  # logged on the server
+
+
+@pytest.fixture
+def app(request, base_settings, services):
+    # Tests that ask for exploding_app get it served; every other test gets the normal app.
+    if "exploding_app" in request.fixturenames:
+        return request.getfixturevalue("exploding_app")
+    return make_app(base_settings, services)
+
+
+field_values = st.one_of(st.text(max_size=30), st.integers(-1000, 1000).map(str),
+                         st.floats(allow_nan=True, allow_infinity=True).map(str))
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20)),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8,
+)
+
+
+def request_live(base_url: str, method: str, path: str, body: bytes | None = None):
+    connection = http.client.HTTPConnection(urlsplit(base_url).netloc, timeout=60)
+    try:
+        connection.request(method, path, body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, response.getheader("Content-Type"), response.read()
+    finally:
+        connection.close()
+
+
+def assert_answer_or_envelope(status: int, content_type: str, body: bytes) -> None:
+    assert status != 500 and status < 500, body
+    assert content_type.startswith("application/json")
+    payload = json.loads(body)
+    if status == 200:
+        assert "true_solar_time" in payload
+    else:
+        assert set(payload) == {"error"} and {"code", "message"} <= set(payload["error"])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(FIELD_NAMES) | st.text(max_size=10), field_values, max_size=6))
+def test_arbitrary_query_strings_never_give_500_or_a_bare_body(live_server, fields):
+    status, content_type, body = request_live(live_server, "GET", "/api/v1/solar-time?" + urlencode(fields))
+    assert_answer_or_envelope(status, content_type, body)
+    if status != 200:
+        assert status in {400, 404, 409, 422}
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(
+    json_values,
+    st.fixed_dictionaries({}, optional={name: json_values for name in FIELD_NAMES}),
+    st.fixed_dictionaries({"date": st.just("2026-07-14"), "local_time": st.just("12:00")},
+                          optional={"latitude": st.floats(-100, 100), "longitude": st.floats(-200, 200)}),
+).map(lambda value: json.dumps(value).encode()) | st.binary(max_size=200))
+def test_arbitrary_json_bodies_never_give_500_or_a_bare_body(live_server, body):
+    status, content_type, payload = request_live(live_server, "POST", "/api/v1/solar-time", body)
+    assert_answer_or_envelope(status, content_type, payload)

@@ -1,0 +1,86 @@
+"""Properties that must hold for every valid input (hypothesis), checked on the pipeline's Report."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import importlib.resources
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from solarserv import civil as civil_time
+from solarserv.calculation import calculate
+from solarserv.errors import ApiError
+from solarserv.models import SolarQuery
+from solarserv.result import result_json
+
+
+def _zone_tab_points() -> list[tuple[float, float]]:
+    """Principal-city coordinates of every zone in tzdata's zone1970.tab (±DDMM[SS]±DDDMM[SS])."""
+
+    def degrees(text: str, width: int) -> float:
+        sign = -1 if text[0] == "-" else 1
+        digits = text[1:]
+        whole, minutes, seconds = digits[:width], digits[width:width + 2], digits[width + 2:] or "0"
+        return sign * (int(whole) + int(minutes) / 60 + int(seconds) / 3600)
+
+    points = []
+    text = (importlib.resources.files("tzdata.zoneinfo") / "zone1970.tab").read_text()
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        coordinates = line.split("\t")[1]
+        split = max(coordinates.rfind("+"), coordinates.rfind("-"))
+        latitude, longitude = coordinates[:split], coordinates[split:]
+        points.append((degrees(latitude, 2), degrees(longitude, 3)))
+    return points
+
+
+POINTS = _zone_tab_points()
+
+inputs = st.tuples(
+    st.sampled_from(POINTS),
+    st.floats(-0.05, 0.05), st.floats(-0.05, 0.05),
+    st.dates(dt.date(1900, 1, 2), dt.date(2050, 12, 30)),
+    st.times().map(lambda t: t.replace(microsecond=0)),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(inputs)
+def test_local_time_plus_total_difference_is_the_sundial_time(services, sample):
+    (latitude, longitude), nudge_lat, nudge_lon, date, time = sample
+    latitude = max(-90.0, min(90.0, latitude + nudge_lat))
+    longitude = max(-180.0, min(180.0, longitude + nudge_lon))
+    pipeline = services.pipeline
+    query = SolarQuery(date, time, latitude=latitude, longitude=longitude)
+    try:
+        location = asyncio.run(pipeline.locate(query))
+        civil = civil_time.resolve(date, time, location.timezone)
+    except ApiError:
+        assume(False)  # a spring-forward gap, or a point just offshore
+    report = calculate(query, location, civil, pipeline.engine, dt.date(2026, 11, 21))
+
+    # The sundial reading from the Sun's hour angle, and civil time + total difference, agree.
+    local_seconds = time.hour * 3600 + time.minute * 60 + time.second
+    by_total = (local_seconds + report.total_difference_minutes * 60) % 86400
+    gap = abs(by_total - report.sun.true_solar_seconds)
+    assert min(gap, 86400 - gap) < 1e-3
+
+    # total = EoT + longitude correction − DST, and each part is in its physical range.
+    assert abs(report.equation_of_time_minutes) < 16.6
+    assert -720 < report.longitude_correction_minutes <= 720
+    assert report.dst_minutes >= 0
+    expected_total = report.equation_of_time_minutes + report.longitude_correction_minutes - report.dst_minutes
+    assert abs(report.total_difference_minutes - expected_total) < 1e-9
+
+    # The JSON says the same to the second, on the right calendar day.
+    result = result_json(report, pipeline.narrator.narrate(report))
+    shown = dt.datetime.combine(dt.date.fromisoformat(result["true_solar_date"]),
+                                dt.time.fromisoformat(result["true_solar_time"]))
+    exact = dt.datetime.combine(date, time) + dt.timedelta(minutes=report.total_difference_minutes)
+    assert abs((shown - exact).total_seconds()) <= 0.5 + 1e-6
+    calculation = result["calculation"]
+    assert abs(calculation["total_difference_minutes"] - (calculation["equation_of_time_minutes"]
+               + calculation["longitude_correction_minutes"] - calculation["dst_minutes"])) < 2e-4

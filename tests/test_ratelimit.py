@@ -1,0 +1,162 @@
+"""Fixed-window counters (DESIGN §8): the same tests for Redis and in-process counters, and the fallback
+from Redis to in-process counters while Redis is down."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+import pytest
+from counters import RedisServer, UnusedMinuteClock, unused_port
+
+from solarserv.ratelimit import MemoryCounters, RateLimiter, RedisCounters, redacted
+
+
+def unique_name() -> str:
+    return f"test:{uuid.uuid4().hex}"
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def counters(request, io_loop):
+    if request.param == "memory":
+        store = MemoryCounters()
+    else:
+        store = RedisCounters(request.getfixturevalue("redis_url"))
+    yield store
+    io_loop.run_sync(store.close)
+
+
+@pytest.fixture
+def clock():
+    return UnusedMinuteClock()
+
+
+async def test_counts_per_name_and_per_window(counters):
+    alice, bob = unique_name(), unique_name()
+    assert [await counters.increment(alice, 7) for _ in range(3)] == [1, 2, 3]
+    assert await counters.increment(bob, 7) == 1
+    assert await counters.peek([alice, bob, unique_name()], 7) == [3, 1, 0]
+    assert await counters.increment(alice, 8) == 1  # a new minute starts from zero
+    assert await counters.peek([alice], 8) == [1]
+
+
+async def test_peek_counts_nothing(counters):
+    name = unique_name()
+    await counters.increment(name, 7)
+    await counters.peek([name], 7)
+    assert await counters.peek([name], 7) == [1]
+    assert await counters.peek([], 7) == []
+
+
+async def test_concurrent_requests_are_all_counted_once(counters):
+    name = unique_name()
+    counts = await asyncio.gather(*(counters.increment(name, 7) for _ in range(50)))
+    assert sorted(counts) == list(range(1, 51))
+
+
+async def test_limiter_allows_the_limit_then_refuses_until_the_next_minute(counters, clock):
+    limiter = RateLimiter(counters, clock=clock)
+    name = unique_name()
+    decisions = [await limiter.hit(name, 3) for _ in range(4)]
+    assert [decision.allowed for decision in decisions] == [True, True, True, False]
+    assert [decision.remaining for decision in decisions] == [2, 1, 0, 0]
+    window_end = (clock.now // 60 + 1) * 60
+    assert {decision.reset for decision in decisions} == {window_end}
+    assert decisions[-1].retry_after == 50  # the clock stands 10 s into its minute
+    clock.advance(50)
+    assert (await limiter.hit(name, 3)).remaining == 2
+    assert (await limiter.current_counts([name])) == {name: 1}
+
+
+async def test_windows_are_aligned_to_the_minute(clock):
+    limiter = RateLimiter(MemoryCounters(), clock=clock)
+    clock.now = 120 * 60 + 59.5
+    late = await limiter.hit("late", 1)
+    assert late.reset == 121 * 60 and late.retry_after == 1  # whole seconds, never 0
+    clock.now = 121 * 60
+    assert (await limiter.hit("late", 1)).allowed  # 0.5 s later a new window has begun
+    assert (await limiter.hit("early", 1)).retry_after == 60
+
+
+async def test_decision_headers(clock):
+    decision = await RateLimiter(MemoryCounters(), clock=clock).hit("headers", 5)
+    assert decision.headers() == {"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4",
+                                  "X-RateLimit-Reset": str(decision.reset)}
+
+
+@pytest.mark.redis
+async def test_two_limiters_on_one_redis_share_one_count(redis_url, clock):
+    first = RateLimiter(RedisCounters(redis_url), clock=clock)
+    second = RateLimiter(RedisCounters(redis_url), clock=clock)
+    name = unique_name()
+    try:
+        decisions = [await limiter.hit(name, 4) for limiter in (first, second, first, second, first)]
+    finally:
+        await first.close()
+        await second.close()
+    assert [decision.count for decision in decisions] == [1, 2, 3, 4, 5]
+    assert not decisions[-1].allowed
+
+
+@pytest.mark.redis
+async def test_limiter_falls_back_to_memory_while_redis_is_down_and_returns_to_it(clock, caplog):
+    caplog.set_level(logging.WARNING, logger="solarserv.ratelimit")
+    with RedisServer() as server:
+        # No pause between attempts, so the test sees the return at once.
+        limiter = RateLimiter(RedisCounters(server.url), clock=clock, reconnect_interval=0)
+        try:
+            assert (await limiter.hit("client", 100)).count == 1
+            assert limiter.health()["store"] == "redis" and not limiter.degraded
+
+            server.stop()
+            counts_while_down = [(await limiter.hit("client", 100)).count for _ in range(3)]
+            assert counts_while_down == [1, 2, 3]  # in-process counters, started afresh
+            health = limiter.health()
+            assert limiter.degraded and health["redis"] == "unreachable" and health["store"] == "in-process"
+            lost = [record for record in caplog.records if "unreachable" in record.getMessage()]
+            assert len(lost) == 1  # said once, not once per request
+
+            server.start()  # a fresh, empty Redis on the same port
+            assert (await limiter.hit("client", 100)).count == 1
+            assert not limiter.degraded and limiter.health()["redis"] == "in use"
+            assert any("reachable again" in record.getMessage() for record in caplog.records)
+        finally:
+            await limiter.close()
+
+
+class CountingCounters(RedisCounters):
+    """Redis counters that count how often they are asked."""
+
+    attempts = 0
+
+    async def increment(self, name: str, window: int) -> int:
+        self.attempts += 1
+        return await super().increment(name, window)
+
+
+async def test_an_unreachable_redis_is_tried_once_per_interval_not_per_request(clock):
+    shared = CountingCounters(f"redis://127.0.0.1:{unused_port()}/0")  # nothing listens there
+    limiter = RateLimiter(shared, clock=clock, reconnect_interval=3600)
+    try:
+        decisions = [await limiter.hit("client", 100) for _ in range(20)]
+    finally:
+        await limiter.close()
+    assert [decision.count for decision in decisions] == list(range(1, 21))
+    assert shared.attempts == 1
+    assert limiter.degraded
+
+
+def test_memory_only_limiter_reports_no_redis():
+    assert RateLimiter().health() == {"store": "in-process", "redis": "not configured"}
+    assert not RateLimiter().degraded
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("redis://:s3cret@127.0.0.1:6379/15", "redis://127.0.0.1:6379/15"),
+    ("rediss://user:s3cret@cache.example:6380/0", "rediss://cache.example:6380/0"),
+    ("redis://[::1]:7000/2", "redis://[::1]:7000/2"),
+    ("unix:///run/redis.sock?db=2&password=s3cret", "unix:///run/redis.sock"),
+])
+def test_logged_redis_urls_hold_no_password(url, shown):
+    assert redacted(url) == shown
