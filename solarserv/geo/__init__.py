@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from solarserv.models import Place
 
@@ -29,3 +29,15 @@ class Geocoder(Protocol):
     async def describe(self, latitude: float, longitude: float) -> Place | None:
         """A place to show for coordinates (display only); None when nothing sensible is near."""
         ...
+
+
+def build_geocoder(settings: Any) -> Geocoder:
+    """The geocoder `settings.geocoder` names: "offline" (the embedded gazetteer, the default) or a
+    geopy service ("nominatim", "photon"). Returns at once; nothing here waits for the network."""
+    if settings.geocoder == "offline":
+        from solarserv.geo.offline import OfflineGeocoder
+
+        return OfflineGeocoder(settings.data_dir)
+    from solarserv.geo.online import OnlineGeocoder
+
+    return OnlineGeocoder.from_settings(settings)

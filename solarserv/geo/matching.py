@@ -1,0 +1,145 @@
+"""How a typed place name meets the names in the data, shared by the offline gazetteer and the
+online providers: folding, qualifiers, and the rules that turn the places a name matched into one
+place, an ambiguity (409) or a not-found (404).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from solarserv.errors import ApiError
+from solarserv.geo import Located
+from solarserv.models import Place
+
+# Latin letters that Unicode does not decompose into a base letter plus an accent.
+_UNDECOMPOSED_LETTERS = str.maketrans({
+    "ø": "o", "đ": "d", "ð": "d", "ł": "l", "ı": "i", "ħ": "h", "ŀ": "l", "þ": "th", "æ": "ae", "œ": "oe",
+})
+_SEPARATORS = re.compile(r"[\W_]+")
+# Abbreviations written both ways in place names ("St. Louis" / "Saint Louis"), expanded on both sides.
+_ABBREVIATIONS = {"st": "saint", "ste": "sainte", "mt": "mount", "ft": "fort"}
+
+# An alternate name (exonym, former name, transliteration) only counts for a place with at least this
+# share of the population of the biggest place the name matched: "Peking" is also listed as a name of
+# Kosciusko, Mississippi, which must not stand beside Beijing.
+ALTERNATE_NAME_MIN_SHARE = 0.1
+# A 409 lists at most this many candidates (the most populous first).
+MAX_CANDIDATES = 10
+
+
+def fold(text: str) -> str:
+    """The form names are compared in: case, accents, punctuation and spacing removed, common
+    abbreviations spelt out. "  St. Étienne-du-Rouvray " → "saint etienne du rouvray". Scripts other
+    than Latin are kept as they are (casefolded), so "Москва" matches the data's "Москва"."""
+    if text.isascii():  # most names: nothing to decompose (a fast path, same result)
+        letters = text.lower()
+    else:
+        decomposed = unicodedata.normalize("NFKD", text.casefold())
+        letters = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+        letters = letters.translate(_UNDECOMPOSED_LETTERS)
+    words = _SEPARATORS.split(letters)
+    return " ".join(_ABBREVIATIONS.get(word, word) for word in words if word)
+
+
+def tidy(text: str) -> str:
+    """The name as it is quoted back in messages: spacing collapsed, empty comma parts dropped."""
+    name, qualifiers = split_qualifiers(" ".join(text.split()))
+    return ", ".join([name, *qualifiers])
+
+
+def split_qualifiers(text: str) -> tuple[str, list[str]]:
+    """"Springfield, IL, US" → ("Springfield", ["IL", "US"]): the name, then what narrows it."""
+    name, *qualifiers = (part.strip() for part in text.split(","))
+    return name, [qualifier for qualifier in qualifiers if qualifier]
+
+
+@dataclass(frozen=True)
+class Match:
+    """One place a name matched, and whether it matched the place's own name or an alternate one."""
+
+    place: Place
+    by_own_name: bool
+    admin1_code: str = ""  # the place's first-level region, where the source gives it
+
+    def within(self, regions: set[tuple[str, str]]) -> bool:
+        """In one of `regions`: (country code, admin1 code) pairs, admin1 '' meaning the whole country."""
+        return bool({(self.place.country_code, ""), (self.place.country_code, self.admin1_code)} & regions)
+
+
+def relevant(matches: Iterable[Match]) -> list[Match]:
+    """The matches that count, most relevant (most populous) first.
+
+    A place's own name always counts. An alternate name counts only for a place more populous than
+    every place that bears the name as its own, and with at least ALTERNATE_NAME_MIN_SHARE of the
+    population of the biggest match. So "Bombay" finds Mumbai, but "Rome" does not drag in Lomé (whose
+    data lists "Rome" among its names) and "Peking" does not drag in a village that lists it.
+    """
+    matches = list(matches)
+    biggest_own = max((m.place.population for m in matches if m.by_own_name), default=-1)
+    biggest = max((m.place.population for m in matches), default=0)
+    kept = [m for m in matches if m.by_own_name or (
+        m.place.population > biggest_own and m.place.population >= ALTERNATE_NAME_MIN_SHARE * biggest)]
+    # Stable sort: among equal populations (online providers often give none) the source's order stays.
+    return sorted(kept, key=lambda m: (-m.place.population, not m.by_own_name))
+
+
+def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = None) -> Located:
+    """One place for a name, from the matches that survived any qualifiers (at least one).
+
+    Matches in more than one country → 409 AMBIGUOUS_LOCATION with the candidates, the most populous
+    recommended. Several in one country → the most populous, said in the notes. `narrowed_from`, when
+    qualifiers were applied, is how many places the bare name matched before them.
+    """
+    ranked = relevant(matches)
+    chosen = ranked[0]
+    countries = list(dict.fromkeys(m.place.country_code for m in ranked))
+    if len(countries) > 1:
+        raise ApiError(
+            "AMBIGUOUS_LOCATION", 409,
+            f"'{asked}' matches places in {len(countries)} countries "
+            f"({', '.join(countries[:MAX_CANDIDATES])}). "
+            f"Resend with the latitude and longitude of one of the candidates, or narrow the name with a "
+            f"country or region, e.g. '{asked}, {chosen.place.country_code}'.",
+            candidates=[candidate_json(m.place, recommended=m is chosen) for m in ranked[:MAX_CANDIDATES]],
+        )
+    notes = []
+    if narrowed_from is not None and narrowed_from > len(ranked):
+        notes.append(f"'{asked}': the qualifiers kept {len(ranked)} of the {narrowed_from} places "
+                     f"with that name.")
+    if not chosen.by_own_name:
+        notes.append(f"'{split_qualifiers(asked)[0]}' is another name of {chosen.place.display_name}.")
+    if len(ranked) > 1:
+        place = chosen.place
+        notes.append(f"'{asked}' matches {len(ranked)} places in {place.country_code}; the most populous "
+                     f"was taken: {place.display_name} (population {place.population:,}).")
+    return Located(place=chosen.place, notes=tuple(notes), chosen_among_several=len(ranked) > 1)
+
+
+def candidate_json(place: Place, *, recommended: bool) -> dict[str, Any]:
+    """One element of a 409's `candidates`: the spec's four fields, then what helps a person choose."""
+    return {
+        "display_name": place.display_name,
+        "latitude": place.latitude,
+        "longitude": place.longitude,
+        "recommended": recommended,
+        "country_code": place.country_code,
+        "population": place.population,
+        "timezone": place.timezone,
+    }
+
+
+def not_found(asked: str, suggestions: Sequence[str] = (), reason: str = "") -> ApiError:
+    """404 PLACE_NOT_FOUND, suggesting close names when there are some."""
+    message = f"No place found for '{asked}'{': ' + reason if reason else ''}."
+    if suggestions:
+        message += f" Did you mean {_or_list(suggestions)}?"
+    return ApiError("PLACE_NOT_FOUND", 404, message)
+
+
+def _or_list(items: Sequence[str]) -> str:
+    quoted = [f"'{item}'" for item in items]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"

