@@ -6,8 +6,10 @@ import asyncio
 import dataclasses
 import json
 import os
+import shutil
 import threading
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +19,8 @@ import tornado.netutil
 from counters import RedisServer
 
 from solarserv import config
+from solarserv.geo import gazetteer
 from solarserv.web.app import Services, make_app
-
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -32,10 +34,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(pytest_tornasync.plugin, "tornasync-quiet")
 
 
+# The gazetteer index takes 15-40 s to build; it is built once per checkout into this cache (its file
+# name carries the data versions, so a stale one is never used) and copied into each session.
+INDEX_CACHE = Path(__file__).resolve().parent.parent / ".pytest_cache" / "gazetteer"
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory: pytest.TempPathFactory):
-    """One data dir for the session, so the gazetteer index is built once."""
-    return tmp_path_factory.mktemp("var")
+    """One data dir for the session, holding a ready gazetteer index before any request is made."""
+    directory = tmp_path_factory.mktemp("var")
+    cached = gazetteer.ensure_index(INDEX_CACHE)
+    shutil.copyfile(cached, gazetteer.index_path(directory))
+    return directory
 
 
 @pytest.fixture(scope="session")

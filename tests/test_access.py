@@ -19,7 +19,6 @@ import pytest
 from counters import RedisServer, UnusedMinuteClock
 
 from solarserv import config
-from solarserv.geo.gazetteer import ensure_index
 from solarserv.keys import KeyStore
 from solarserv.ratelimit import RateLimiter, RedisCounters
 from solarserv.web.app import Services, make_app
@@ -29,13 +28,6 @@ PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "long
 PARIS_GET = "/api/v1/solar-time?" + urlencode(PARIS)
 UNKNOWN_KEY = "tst_" + "x" * 43
 LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def gazetteer_index(data_dir):
-    """The session's gazetteer index, built before the first request here: built inside a request, it can
-    outlast the HTTP client's 20 s timeout on a busy machine (it takes 15 s to a minute)."""
-    return ensure_index(data_dir)
 
 
 @pytest.fixture

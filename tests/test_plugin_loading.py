@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jinja2
 import pytest
 from reports import report_at
 
@@ -149,6 +150,13 @@ def test_a_plugin_can_ship_templates_that_narratives_dir_still_overrides(tmp_pat
     write(tmp_path / "operator", "summary.txt.j2", "The operator's summary.\n")
     narrator = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / "operator"))
     assert narrator.narrate(report).summary == "The operator's summary."
+
+
+def test_a_broken_override_template_stops_start_up_naming_it(tmp_path):
+    write(tmp_path, "summary.txt.j2", "{% if %}\n")
+    with pytest.raises(jinja2.TemplateSyntaxError) as raised:
+        build(NARRATIVES_DIR=str(tmp_path))
+    assert raised.value.name == "summary.txt.j2"
 
 
 def test_a_missing_plugins_dir_is_an_error_at_start(tmp_path):
