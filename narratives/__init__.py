@@ -24,15 +24,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from solarserv.timefmt import format_offset
+
 # English names, independent of the process locale (strftime's %B is not).
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
            "October", "November", "December")
 _COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
-
-
-def rounded_to_second(moment: dt.datetime) -> dt.datetime:
-    """The nearest whole second (23:59:59.6 becomes 00:00:00 of the next day)."""
-    return (moment + dt.timedelta(microseconds=500_000)).replace(microsecond=0)
 
 
 def _seconds_of_day(value: dt.datetime | dt.time | float) -> float:
@@ -45,7 +42,7 @@ def _seconds_of_day(value: dt.datetime | dt.time | float) -> float:
 
 
 def _nearest(number: float) -> int:
-    """Round half up, as rounded_to_second does (round() would round 0.5 to the even neighbour)."""
+    """Round half up, as round_to_second does (round() would round 0.5 to the even neighbour)."""
     return math.floor(number + 0.5)
 
 
@@ -81,15 +78,6 @@ def signed_duration(minutes: float) -> str:
     if text == "0 s":
         return text
     return ("-" if minutes < 0 else "+") + text
-
-
-def offset(value: dt.timedelta) -> str:
-    """A UTC offset: "+05:45", "-10:00"; "+00:09:21" when it has seconds (local mean time)."""
-    total = _nearest(value.total_seconds())
-    sign = "-" if total < 0 else "+"
-    hours, rest = divmod(abs(total), 3600)
-    minutes, seconds = divmod(rest, 60)
-    return f"{sign}{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
 
 
 def _trimmed(number: float, digits: int) -> str:
@@ -139,7 +127,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "clock": clock,
     "duration": duration,
     "signed_duration": signed_duration,
-    "offset": offset,
+    "offset": format_offset,
     "degrees": degrees,
     "latitude": latitude,
     "longitude": longitude,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from narratives import rounded_to_second
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import Report
+from solarserv.timefmt import round_to_second
 
 
 @hookimpl
 def solarserv_share_text(report: Report) -> Narrative:
-    return Narrative("share.txt.j2", {"true_solar": rounded_to_second(report.true_solar)})
+    return Narrative("share.txt.j2", {"true_solar": round_to_second(report.true_solar)})

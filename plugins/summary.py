@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from narratives import rounded_to_second
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import Report
+from solarserv.timefmt import round_to_second
 
 
 @hookimpl
 def solarserv_summary(report: Report) -> Narrative:
-    true_solar = rounded_to_second(report.true_solar)
+    true_solar = round_to_second(report.true_solar)
     return Narrative("summary.txt.j2", {
         "true_solar": true_solar,
         # -1 / 0 / +1: a sundial can read a time of the day before or after the civil date.

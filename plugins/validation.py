@@ -10,9 +10,10 @@ import datetime as dt
 import math
 from collections.abc import Callable
 
-from narratives import degrees, duration, hm, hms, long_date, longitude, offset, signed_duration
+from narratives import degrees, duration, hm, hms, long_date, longitude, signed_duration
 from solarserv.hookspecs import Check, hookimpl
 from solarserv.models import Report
+from solarserv.timefmt import format_offset
 
 SECONDS_PER_DAY = 86400
 NOON_SECONDS = 43200  # true solar time at solar noon
@@ -42,8 +43,9 @@ def utc_offset_is_consistent(report: Report) -> Check:
     parts_add_up = (civil.standard_offset + civil.dst_offset == civil.utc_offset
                     and civil.dst_offset >= dt.timedelta(0))
     return Check(clock_matches and parts_add_up,
-                 f"local time {hms(civil.local)} = UTC {hms(utc)} {offset(civil.utc_offset)}, which is "
-                 f"standard time UTC{offset(civil.standard_offset)} + summer time "
+                 f"local time {hms(civil.local)} = UTC {hms(utc)} {format_offset(civil.utc_offset)}, "
+                 "which is "
+                 f"standard time UTC{format_offset(civil.standard_offset)} + summer time "
                  f"{duration(report.dst_minutes)}")
 
 
@@ -67,7 +69,7 @@ def longitude_correction_matches_meridian(report: Report) -> Check:
         distance - (report.location.longitude - meridian), 360)) < 1e-6
     text = (f"longitude correction {signed_duration(correction)} = {MINUTES_PER_DEGREE} min/° × "
             f"{abs(distance):.4f}° {'east' if distance >= 0 else 'west'} of the standard meridian "
-            f"{longitude(meridian)} (15° × UTC{offset(civil.standard_offset)})")
+            f"{longitude(meridian)} (15° × UTC{format_offset(civil.standard_offset)})")
     if abs(correction) > FAR_FROM_MERIDIAN_MINUTES:
         text += ("; note: more than an hour, because the zone's clocks are set for a meridian far from "
                  "here, so the Sun culminates far from 12:00 on the clock")

@@ -23,17 +23,10 @@ from zoneinfo import ZoneInfo
 from solarserv.errors import invalid
 from solarserv.geo.zones import TZDATA_VERSION, zone
 from solarserv.models import CivilInstant
+from solarserv.timefmt import format_offset
 
 _ZERO = dt.timedelta(0)
 _UTC = dt.UTC
-
-
-def format_offset(offset: dt.timedelta) -> str:
-    """``+01:00``, ``-10:00``; seconds only when there are some (Paris mean time: ``+00:09:21``)."""
-    sign = "-" if offset < _ZERO else "+"
-    minutes, seconds = divmod(int(abs(offset).total_seconds()), 60)
-    text = f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
-    return f"{text}:{seconds:02d}" if seconds else text
 
 
 def _clock(moment: dt.datetime) -> str:

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from solarserv.models import Report, SolarEvents
 from solarserv.narration import Texts
+from solarserv.timefmt import format_offset, round_to_second
 
 MINUTES_DECIMALS = 4
 DEGREES_DECIMALS = 4
@@ -28,7 +29,7 @@ def result_json(report: Report, texts: Texts) -> dict[str, Any]:
         "local_time": civil.local.strftime("%H:%M:%S"),
         "utc_time": civil.utc.strftime("%H:%M:%S"),
         "utc_date": civil.utc.date().isoformat(),
-        "utc_offset": format_offset(civil.utc_offset, seconds=False),
+        "utc_offset": format_offset(civil.utc_offset, "minute"),
         "timezone": civil.zone,
         "dst": civil.dst,
         "date": report.query.date.isoformat(),
@@ -45,7 +46,7 @@ def result_json(report: Report, texts: Texts) -> dict[str, Any]:
             "total_difference_minutes": round(report.total_difference_minutes, MINUTES_DECIMALS),
             "dst_minutes": round(report.dst_minutes, MINUTES_DECIMALS),
             "standard_meridian": round(report.standard_meridian, DEGREES_DECIMALS),
-            "utc_offset_exact": format_offset(civil.utc_offset, seconds=True),
+            "utc_offset_exact": format_offset(civil.utc_offset, "second"),
             "ephemeris": report.ephemeris,
             "tzdata_version": civil.tzdata_version,
         },
@@ -78,21 +79,6 @@ def events_json(events: SolarEvents) -> dict[str, Any]:
         "sunset": local(events.sunset),
         "day_length_minutes": None if length is None else round(length, 2),
     }
-
-
-def round_to_second(moment: dt.datetime) -> dt.datetime:
-    whole = moment.replace(microsecond=0)
-    return whole + dt.timedelta(seconds=1) if moment.microsecond >= 500_000 else whole
-
-
-def format_offset(offset: dt.timedelta, *, seconds: bool) -> str:
-    """+HH:MM (nearest minute) or +HH:MM:SS (exact, for local-mean-time offsets)."""
-    total = offset.total_seconds()
-    sign = "-" if total < 0 else "+"
-    total = abs(total) if seconds else round(abs(total) / 60) * 60
-    hours, rest = divmod(int(round(total)), 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{sign}{hours:02d}:{minutes:02d}:{secs:02d}" if seconds else f"{sign}{hours:02d}:{minutes:02d}"
 
 
 def format_coordinates(latitude: float, longitude: float) -> str:

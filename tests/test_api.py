@@ -150,6 +150,7 @@ async def test_solar_events_are_local_civil_times(api):
 async def test_health_answers_when_ready(api):
     reply = await api("/healthz")
     assert reply.status == 200 and reply.json()["status"] == "ok"
+    assert reply.json()["geocoder"] == "offline" and reply.json()["geocoder_ready"] is True
 
 
 async def test_result_reports_tzdata_and_ephemeris(api):

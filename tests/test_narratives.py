@@ -10,13 +10,15 @@ import pytest
 from reports import report_at
 
 import narratives
-from narratives import duration, hms, offset, signed_duration
+from narratives import duration, hms, signed_duration
 from plugins import validation
 from solarserv import config
 from solarserv.errors import ApiError
 from solarserv.geo.tzhistory import zone_history
 from solarserv.geo.zones import zone
 from solarserv.narration import Narrator, Texts
+from solarserv.timefmt import format_offset as offset
+from solarserv.timefmt import round_to_second
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,7 @@ def narrate(narrator: Narrator, place: str, date: str, time: str, **changes) -> 
 
 
 def true_solar_text(report) -> str:
-    return hms(narratives.rounded_to_second(report.true_solar))
+    return hms(round_to_second(report.true_solar))
 
 
 # --- summary -------------------------------------------------------------------------------------------
@@ -378,9 +380,9 @@ def test_offsets(seconds, text):
 def test_clock_filters_round_to_the_nearest_second_across_midnight():
     assert hms(dt.datetime(2026, 7, 14, 23, 59, 59, 600_000)) == "00:00:00"
     assert hms(dt.time(11, 37, 41, 499_999)) == "11:37:41"
-    assert hms(43200.5) == "12:00:01"  # half a second rounds up, as rounded_to_second does
+    assert hms(43200.5) == "12:00:01"  # half a second rounds up, as round_to_second does
     last_half_second = dt.datetime(2026, 7, 14, 23, 59, 59, 500_000)
-    assert narratives.rounded_to_second(last_half_second) == dt.datetime(2026, 7, 15)
+    assert round_to_second(last_half_second) == dt.datetime(2026, 7, 15)
     assert narratives.hm(dt.time(13, 4, 31)) == "13:05"
     assert narratives.hm(dt.time(13, 4, 29, 600_000)) == "13:04"  # rounded once, not via 13:04:30
     assert narratives.clock(dt.time(14, 30)) == "14:30"

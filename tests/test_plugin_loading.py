@@ -12,9 +12,10 @@ import jinja2
 import pytest
 from reports import report_at
 
-from narratives import hms, rounded_to_second
+from narratives import hms
 from solarserv import config
 from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict
+from solarserv.timefmt import round_to_second
 
 EXTRA_CHECK = '''
 from solarserv.hookspecs import Check, hookimpl
@@ -130,7 +131,7 @@ def test_two_plugins_claiming_one_block_stop_start_up_naming_both(tmp_path):
 def test_a_template_in_narratives_dir_overrides_the_built_in(tmp_path, report, builtin_texts):
     write(tmp_path, "share.txt.j2", "Sundial: {{ true_solar|hms }} ({{ report.civil.zone }})\n")
     texts = build(NARRATIVES_DIR=str(tmp_path)).narrate(report)
-    assert texts.share_text == f"Sundial: {hms(rounded_to_second(report.true_solar))} (Europe/Paris)"
+    assert texts.share_text == f"Sundial: {hms(round_to_second(report.true_solar))} (Europe/Paris)"
     assert texts.summary == builtin_texts.summary
 
 

@@ -20,6 +20,7 @@ class Located:
 
 class Geocoder(Protocol):
     name: str
+    ready: bool  # answers at once (the offline gazetteer is False while its first index build runs)
 
     async def locate(self, place_name: str) -> Located:
         """Resolve a free-text name. Raises ApiError PLACE_NOT_FOUND (404), AMBIGUOUS_LOCATION (409,

@@ -109,6 +109,8 @@ PROVIDERS = {provider.name: provider for provider in (NominatimProvider, PhotonP
 
 
 class OnlineGeocoder:
+    ready = True  # nothing to prepare: each request asks the provider
+
     def __init__(self, provider: NominatimProvider | PhotonProvider) -> None:
         self.provider = provider
         self.name = provider.name
