@@ -1,0 +1,80 @@
+"""The Tornado application: services built once, routes joined from each handler module."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tornado.web
+
+import solarserv
+from solarserv.keys import KeyStore
+from solarserv.narration import Narrator
+from solarserv.pipeline import Pipeline
+from solarserv.ratelimit import RateLimiter
+from solarserv.web import api, console, page
+from solarserv.web.base import NotFoundHandler
+from solarserv.web.console import ConsoleSecrets
+
+WEB_DIR = Path(__file__).parent
+
+log = logging.getLogger("solarserv")
+
+
+@dataclass
+class Services:
+    """Everything handlers use, built once per application (never per request)."""
+
+    settings: Any
+    pipeline: Pipeline
+    # Built from the settings when not given (tests pass their own).
+    keys: KeyStore | None = None
+    limiter: RateLimiter | None = None
+    console: ConsoleSecrets | None = None
+
+    def __post_init__(self) -> None:
+        if self.keys is None:
+            self.keys = KeyStore.open(Path(self.settings.data_dir))
+        if self.limiter is None:
+            self.limiter = RateLimiter.from_settings(self.settings)
+        if self.console is None:
+            self.console = ConsoleSecrets.load(self.settings)
+
+    @classmethod
+    def build(cls, settings: Any, narrator: Narrator | None = None) -> Services:
+        return cls(settings=settings, pipeline=Pipeline.build(settings, narrator))
+
+    def health(self) -> dict[str, Any]:
+        return {
+            # Degraded: Redis is configured but unreachable, so each process counts requests on its own.
+            "status": "degraded" if self.limiter.degraded else "ok",
+            "version": solarserv.__version__,
+            "ephemeris": self.pipeline.engine.name,
+            "geocoder": self.pipeline.geocoder.name,
+            # False while the offline gazetteer builds its index on a first start; place names then wait.
+            "geocoder_ready": self.pipeline.geocoder.ready,
+            "api_key_required": self.settings.api_key_required,
+            "rate_limit_counters": self.limiter.health(),
+            # Tells apart the workers of `solarserv serve --processes N`, which share one port.
+            "process_id": os.getpid(),
+        }
+
+
+def make_app(settings: Any, services: Services | None = None) -> tornado.web.Application:
+    services = services or Services.build(settings)
+    console.check_declared_access(console.routes)
+    return tornado.web.Application(
+        [*api.routes, *console.routes, *page.routes],
+        default_handler_class=NotFoundHandler,
+        services=services,
+        cookie_secret=services.console.cookie_secret,
+        # For the console's forms; ApiHandler exempts the API, whose JSON clients have no XSRF token.
+        xsrf_cookies=True,
+        xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
+        template_path=str(WEB_DIR / "templates"),
+        static_path=str(WEB_DIR / "static"),
+        log_function=console.log_request,
+    )

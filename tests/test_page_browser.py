@@ -1,0 +1,317 @@
+"""The public page in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright) against the
+real app: a share link, the form in both modes, the ambiguity picker, errors, a phone-width screen.
+
+One browser for the session, a fresh context per test. Screenshots go to test-artifacts/ (git-ignored).
+Without Chromium these tests fail with instructions, unless SOLARSERV_SKIP_BROWSER=1 says to skip them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Collection, Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+from zoneinfo import ZoneInfo
+
+import pytest
+import tornado.httpserver
+import tornado.netutil
+from counters import UnusedMinuteClock
+from playwright.sync_api import Page, sync_playwright
+
+from solarserv.pipeline import Pipeline
+from solarserv.ratelimit import RateLimiter
+from solarserv.web.app import Services, make_app
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+# The first answer of a session can wait for the gazetteer index to be built (about 15 s, longer on a busy
+# machine); this bounds how long the browser waits, it measures nothing.
+FIRST_ANSWER_MS = 90_000
+KASHGAR_SHARE = {"date": "2026-07-14", "local_time": "14:30:00", "latitude": "39.47", "longitude": "75.99"}
+# Chromium itself logs every non-2xx response of a fetch as a console error; the page cannot prevent that.
+NETWORK_LOG = re.compile(r"Failed to load resource: the server responded with a status of (\d{3})\b")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        if os.environ.get("SOLARSERV_SKIP_BROWSER") == "1":
+            pytest.skip("SOLARSERV_SKIP_BROWSER=1 and no /usr/bin/chromium")
+        pytest.fail("The browser tests need Debian's Chromium at /usr/bin/chromium: run `apt-get install "
+                    "-y chromium` (scripts/test does when apt-get is usable), or set "
+                    "SOLARSERV_SKIP_BROWSER=1 to skip them.")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@dataclasses.dataclass
+class Visit:
+    """A page in a fresh browser context, with everything it did that a test checks afterwards."""
+
+    page: Page
+    base_url: str
+    requests: list[str] = dataclasses.field(default_factory=list)
+    console_errors: list[str] = dataclasses.field(default_factory=list)
+    page_errors: list[str] = dataclasses.field(default_factory=list)
+
+    def refused_statuses(self) -> set[int]:
+        return {int(match.group(1)) for text in self.console_errors if (match := NETWORK_LOG.search(text))}
+
+    def assert_clean(self, expected_statuses: Collection[int] = ()) -> None:
+        """No script error, no console error but the browser's log of the statuses the test expected, and
+        nothing fetched but this site's page, its static files and its public API."""
+        assert self.page_errors == []
+        assert [text for text in self.console_errors if not NETWORK_LOG.search(text)] == []
+        assert self.refused_statuses() <= set(expected_statuses)
+        for url in self.requests:
+            parts = urlsplit(url)
+            assert f"{parts.scheme}://{parts.netloc}" == self.base_url, url
+            assert parts.path == "/" or parts.path.startswith(("/static/page", "/api/v1/")), url
+
+
+@contextlib.contextmanager
+def visiting(browser, base_url: str, width: int = 1100, height: int = 900) -> Iterator[Visit]:
+    """A page in a browser context of its own (no cookies or cache from other tests), closed afterwards."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(FIRST_ANSWER_MS)
+    page = context.new_page()
+    visit = Visit(page, base_url)
+    page.on("request", lambda request: visit.requests.append(request.url))
+    page.on("console", lambda message: message.type == "error" and visit.console_errors.append(message.text))
+    page.on("pageerror", lambda error: visit.page_errors.append(str(error)))
+    try:
+        yield visit
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def visit(browser, live_server) -> Iterator[Visit]:
+    with visiting(browser, live_server) as visit:
+        yield visit
+
+
+def api_get(base_url: str, fields: dict) -> tuple[int, dict]:
+    url = f"{base_url}/api/v1/solar-time?{urlencode(fields)}"
+    try:
+        with urllib.request.urlopen(url, timeout=FIRST_ANSWER_MS / 1000) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as refusal:
+        with refusal:
+            return refusal.code, json.load(refusal)
+
+
+def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def shown(page, selector: str) -> str:
+    return page.locator(selector).inner_text().strip()
+
+
+@pytest.fixture
+def phone_visit(browser, live_server) -> Iterator[Visit]:
+    with visiting(browser, live_server, width=390, height=844) as visit:
+        yield visit
+
+
+def test_share_link_shows_the_apis_result_on_a_phone_screen(phone_visit, live_server):
+    status, result = api_get(live_server, KASHGAR_SHARE)
+    assert status == 200
+    visit = phone_visit
+    page = visit.page
+    page.goto(f"{live_server}{result['share']['url']}")
+    page.locator("#result").wait_for(state="visible")
+
+    assert shown(page, "#true-solar-time") == result["true_solar_time"]
+    assert shown(page, "#clock-time") == result["local_time"] == "14:30:00"
+    assert shown(page, "#utc-time") == result["utc_time"]
+    assert shown(page, "#result-heading") == result["location"]["display_name"]
+    assert shown(page, "#summary") == result["summary"]
+    assert shown(page, "#share-text") == result["share"]["text"]
+    assert page.input_value("#share-link") == f"{live_server}{result['share']['url']}"
+    assert page.input_value("#latitude") == "39.47" and page.is_checked("input[value=coordinates]")
+    # −5 min 53 s of equation of time, −56 min 2 s of longitude, −1 h 1 min 56 s in all, as the API says.
+    eot = result["calculation"]["equation_of_time_minutes"]
+    assert shown(page, "#eot-value") == f"−{int(-eot)} min {round(-eot * 60) % 60} s"
+    assert shown(page, "#total-value") == "−1 h 1 min 56 s"
+    assert shown(page, "#status").startswith(f"Sundial time {result['true_solar_time']}")
+    # The pictures: the Sun on the compass, and the year's curve from the equation-of-time endpoint.
+    assert page.locator("#compass circle.sun").count() == 1
+    page.locator("#eot-chart polyline.curve").wait_for()
+    assert len(page.get_attribute("#eot-chart polyline.curve", "points").split()) == 365
+    assert page.locator("#eot-chart .marker-dot").count() == 1
+    # Phone width: nothing wider than the screen.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "page-share-link-phone.png")
+    visit.assert_clean()
+
+
+def test_form_in_coordinate_mode_by_keyboard_matches_the_api(visit):
+    page = visit.page
+    page.goto(visit.base_url + "/")
+    page.get_by_label("By coordinates").check()
+    page.get_by_label("Latitude").fill("48.8566")
+    page.get_by_label("Longitude").fill("2.3522")
+    page.get_by_label("Date").fill("2026-03-29")  # the morning Paris moves its clocks forward
+    page.get_by_label("Clock time").fill("09:15:00")
+    page.get_by_label("Clock time").press("Enter")
+    page.locator("#result").wait_for(state="visible")
+
+    status, result = api_get(visit.base_url, {"date": "2026-03-29", "local_time": "09:15:00",
+                                              "latitude": "48.8566", "longitude": "2.3522"})
+    assert status == 200 and result["dst"] is True
+    assert shown(page, "#true-solar-time") == result["true_solar_time"]
+    assert shown(page, "#dst-value") == "−1 h"
+    assert parse_qs(urlsplit(page.url).query) == parse_qs(result["share"]["url_params"])
+    # Every control has its label; focus is visible when moving by keyboard; the copy button copies.
+    assert page.evaluate("[...document.querySelectorAll('input')].every((input) => input.labels.length)")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.get_by_label("Link to this result").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "copy-link"
+    assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") == "solid"
+    page.keyboard.press("Enter")
+    page.get_by_text("Link copied.").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == f"{visit.base_url}{result['share']['url']}"
+    page.locator("#eot-chart polyline.curve").wait_for()
+    screenshot(page, "page-coordinates-desktop.png")
+    visit.assert_clean()
+
+
+def test_place_name_with_empty_date_and_time_shows_now_at_the_place(visit):
+    page = visit.page
+    page.goto(visit.base_url + "/")
+    page.get_by_label("Place name", exact=True).fill("Kashgar")
+    asked_at = dt.datetime.now(dt.UTC)
+    page.get_by_role("button", name="Show sundial time").click()
+    page.locator("#result").wait_for(state="visible")
+
+    assert shown(page, "#result-heading").startswith("Kashgar")
+    # The address bar now holds the share link of the answer: the clock time it chose must be "now" in
+    # Kashgar's zone, whatever this machine's own zone is.
+    query = parse_qs(urlsplit(page.url).query)
+    local = dt.datetime.fromisoformat(f"{query['date'][0]}T{query['local_time'][0]}")
+    chosen = local.replace(tzinfo=ZoneInfo("Asia/Urumqi")).astimezone(dt.UTC)
+    assert asked_at - dt.timedelta(seconds=5) <= chosen <= dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)
+    assert shown(page, "#clock-time") == query["local_time"][0]
+    visit.assert_clean()
+
+
+def test_ambiguous_place_offers_candidates_recommended_first_and_a_pick_resends_coordinates(visit):
+    fields = {"place_name": "Springfield", "date": "2026-07-04", "local_time": "12:00:00"}
+    status, refusal = api_get(visit.base_url, fields)
+    assert status == 409, "place-name mode should find Springfield in several countries"
+    recommended = next(candidate for candidate in refusal["error"]["candidates"] if candidate["recommended"])
+
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(fields)}")
+    page.locator("#candidates").wait_for(state="visible")
+    names = page.locator(".candidate-name").all_inner_texts()
+    assert names[0] == recommended["display_name"]
+    assert sorted(names) == sorted(candidate["display_name"] for candidate in refusal["error"]["candidates"])
+    assert shown(page, "#candidates-message") == refusal["error"]["message"]
+    assert page.evaluate("document.activeElement.id") == "candidates-heading"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # the first, recommended candidate
+    page.locator("#result").wait_for(state="visible")
+
+    assert page.is_checked("input[value=coordinates]")
+    assert float(page.input_value("#latitude")) == recommended["latitude"]
+    _, result = api_get(visit.base_url, {"date": "2026-07-04", "local_time": "12:00:00",
+                                         "latitude": recommended["latitude"],
+                                         "longitude": recommended["longitude"]})
+    assert shown(page, "#true-solar-time") == result["true_solar_time"]
+    assert page.locator("#candidates").is_hidden()
+    visit.assert_clean(expected_statuses={409})
+
+
+def test_errors_are_shown_in_the_page(visit):
+    page = visit.page
+    page.goto(visit.base_url + "/?" + urlencode({**KASHGAR_SHARE, "latitude": "95"}))
+    page.locator("#problem").wait_for(state="visible")
+    status, refusal = api_get(visit.base_url, {**KASHGAR_SHARE, "latitude": "95"})
+    assert status == 400
+    assert shown(page, "#problem") == refusal["error"]["message"]
+    assert page.get_attribute("#problem", "role") == "alert"
+    assert page.locator("#result").is_hidden()
+
+    page.get_by_label("By place name").check()
+    page.get_by_label("Place name", exact=True).fill("Qqzzxv Nowhere")
+    page.get_by_role("button", name="Show sundial time").click()
+    page.get_by_text("No place found").wait_for()
+    assert "Qqzzxv Nowhere" in shown(page, "#problem")
+    visit.assert_clean(expected_statuses={400, 404})
+
+
+@pytest.fixture
+def limited_server(base_settings) -> Iterator[str]:
+    """A second real app allowing 2 anonymous requests a minute, counted on a clock that stands still (so a
+    minute turning mid-test cannot reset the count), served from a thread of its own like live_server.
+    Built inside that thread: the key store's SQLite connection belongs to the thread that opens it."""
+    settings = dataclasses.replace(base_settings, anon_rpm=2)
+    started = threading.Event()
+    state: dict = {}
+
+    def serve() -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        services = Services(settings=settings, pipeline=Pipeline.build(settings),
+                            limiter=RateLimiter(clock=UnusedMinuteClock()))
+
+        async def start() -> None:
+            sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+            server = tornado.httpserver.HTTPServer(make_app(settings, services))
+            server.add_sockets(sockets)
+            state.update(loop=loop, server=server, port=sockets[0].getsockname()[1])
+
+        loop.run_until_complete(start())
+        started.set()
+        loop.run_forever()
+        state["server"].stop()
+        services.keys.close()
+        loop.close()
+
+    thread = threading.Thread(target=serve, name="limited-server", daemon=True)
+    thread.start()
+    assert started.wait(60), "the rate-limited server did not start"
+    yield f"http://127.0.0.1:{state['port']}"
+    state["loop"].call_soon_threadsafe(state["loop"].stop)
+    thread.join(10)
+
+
+@pytest.fixture
+def limited_visit(browser, limited_server) -> Iterator[Visit]:
+    with visiting(browser, limited_server) as visit:
+        yield visit
+
+
+def test_rate_limit_refusals_are_shown_in_the_page(limited_visit):
+    # 2 requests a minute: the share link's answer and the chart's curve; the next question is refused.
+    visit = limited_visit
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
+    page.locator("#eot-chart polyline.curve").wait_for()
+    page.get_by_label("Clock time").fill("15:00:00")
+    page.get_by_label("Clock time").press("Enter")
+    page.locator("#problem").wait_for(state="visible")
+    assert re.fullmatch(r"Rate limit of 2 requests per minute exceeded; retry in \d+ seconds\.",
+                        shown(page, "#problem"))
+    visit.assert_clean(expected_statuses={429})
