@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
 import shutil
-import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import tornado.httpclient
 import tornado.httpserver
 import tornado.netutil
 from counters import RedisServer
+from servers import serving_in_thread
 
 from solarserv import config
 from solarserv.geo import gazetteer
@@ -106,28 +105,6 @@ def api(http_server_client):
 
 @pytest.fixture(scope="session")
 def live_server(base_settings):
-    """The real app served from a background thread with its own event loop, for synchronous clients
-    (hypothesis tests, browsers, subprocesses). Yields the base URL."""
-    started = threading.Event()
-    state: dict[str, Any] = {}
-
-    def serve() -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-
-        async def start() -> None:
-            sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            tornado.httpserver.HTTPServer(make_app(base_settings)).add_sockets(sockets)
-            state.update(loop=loop, port=sockets[0].getsockname()[1])
-            started.set()
-
-        loop.run_until_complete(start())
-        loop.run_forever()
-        loop.close()
-
-    thread = threading.Thread(target=serve, name="live-server", daemon=True)
-    thread.start()
-    assert started.wait(60), "live server did not start"
-    yield f"http://127.0.0.1:{state['port']}"
-    state["loop"].call_soon_threadsafe(state["loop"].stop)
-    thread.join(10)
+    """The real app served from a background thread (see servers.py). Yields the base URL."""
+    with serving_in_thread(base_settings, lambda: Services.build(base_settings)) as url:
+        yield url

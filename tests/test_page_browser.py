@@ -7,14 +7,12 @@ Without Chromium these tests fail with instructions, unless SOLARSERV_SKIP_BROWS
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
 import json
 import os
 import re
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Collection, Iterator
@@ -23,14 +21,13 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
-import tornado.httpserver
-import tornado.netutil
 from counters import UnusedMinuteClock
 from playwright.sync_api import Page, sync_playwright
+from servers import serving_in_thread
 
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
-from solarserv.web.app import Services, make_app
+from solarserv.web.app import Services
 
 pytestmark = pytest.mark.browser
 
@@ -46,8 +43,10 @@ KASHGAR_SHARE = {"date": "2026-07-14", "local_time": "14:30:00", "latitude": "39
 NETWORK_LOG = re.compile(r"Failed to load resource: the server responded with a status of (\d{3})\b")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    # Module scope, not session: Playwright's sync API keeps an asyncio loop running in this thread while
+    # it is open, and the Tornado tests in later modules need to run their own.
     if not CHROMIUM.exists():
         if os.environ.get("SOLARSERV_SKIP_BROWSER") == "1":
             pytest.skip("SOLARSERV_SKIP_BROWSER=1 and no /usr/bin/chromium")
@@ -267,34 +266,13 @@ def limited_server(base_settings) -> Iterator[str]:
     minute turning mid-test cannot reset the count), served from a thread of its own like live_server.
     Built inside that thread: the key store's SQLite connection belongs to the thread that opens it."""
     settings = dataclasses.replace(base_settings, anon_rpm=2)
-    started = threading.Event()
-    state: dict = {}
 
-    def serve() -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        services = Services(settings=settings, pipeline=Pipeline.build(settings),
-                            limiter=RateLimiter(clock=UnusedMinuteClock()))
+    def services() -> Services:
+        return Services(settings=settings, pipeline=Pipeline.build(settings),
+                        limiter=RateLimiter(clock=UnusedMinuteClock()))
 
-        async def start() -> None:
-            sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            server = tornado.httpserver.HTTPServer(make_app(settings, services))
-            server.add_sockets(sockets)
-            state.update(loop=loop, server=server, port=sockets[0].getsockname()[1])
-
-        loop.run_until_complete(start())
-        started.set()
-        loop.run_forever()
-        state["server"].stop()
-        services.keys.close()
-        loop.close()
-
-    thread = threading.Thread(target=serve, name="limited-server", daemon=True)
-    thread.start()
-    assert started.wait(60), "the rate-limited server did not start"
-    yield f"http://127.0.0.1:{state['port']}"
-    state["loop"].call_soon_threadsafe(state["loop"].stop)
-    thread.join(10)
+    with serving_in_thread(settings, services) as url:
+        yield url
 
 
 @pytest.fixture

@@ -1,0 +1,50 @@
+"""The real app served from a background thread with its own event loop, for synchronous clients
+(hypothesis tests, browsers, urllib) that cannot share the test's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import tornado.httpserver
+import tornado.netutil
+
+from solarserv.web.app import Services, make_app
+
+
+@contextlib.contextmanager
+def serving_in_thread(settings: Any, build_services: Callable[[], Services]) -> Iterator[str]:
+    """Yields the base URL. The services are built inside the serving thread: the key store's SQLite
+    connection belongs to the thread that opens it, and async clients to the loop that creates them."""
+    started = threading.Event()
+    state: dict[str, Any] = {}
+
+    def serve() -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        services = build_services()
+
+        async def start() -> None:
+            sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+            server = tornado.httpserver.HTTPServer(make_app(settings, services))
+            server.add_sockets(sockets)
+            state.update(loop=loop, server=server, port=sockets[0].getsockname()[1])
+
+        loop.run_until_complete(start())
+        started.set()
+        loop.run_forever()
+        state["server"].stop()
+        services.keys.close()
+        loop.close()
+
+    thread = threading.Thread(target=serve, name="test-server", daemon=True)
+    thread.start()
+    assert started.wait(60), "the test server did not start"
+    try:
+        yield f"http://127.0.0.1:{state['port']}"
+    finally:
+        state["loop"].call_soon_threadsafe(state["loop"].stop)
+        thread.join(10)
