@@ -1,0 +1,245 @@
+"""The fast engine against the reference engine (per-call skyfield), NREL SPA, and through solar events.
+
+The bounds are the issue's: true solar time within 0.01 s, azimuth and elevation within 0.0005° wherever
+the reference elevation is above −1° (skyfield stops refracting below −1°, so there the apparent
+elevation jumps by 0.65° across the cut-off and a bound would only test which side a sample falls).
+The reference side is evaluated as skyfield arrays, so 12,000 samples take seconds, not half a minute.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from skyfield.api import wgs84
+from skyfield.earthlib import refract
+from test_solar_events import MID_LATITUDE_DAYS, events_for
+from test_solar_reference import CASES, SPA_REFRACTION_CUTOFF, degrees_apart, spa_at
+
+from solarserv.solar import fast
+from solarserv.solar.ephemeris import ephemeris, iers_table_coverage, skyfield_time, timescale
+from solarserv.solar.fast import FastEngine
+from solarserv.solar.reference import (
+    STANDARD_PRESSURE_MBAR,
+    STANDARD_TEMPERATURE_C,
+    SkyfieldEngine,
+    signed_seconds,
+)
+
+FAST = FastEngine()
+REFERENCE = SkyfieldEngine()
+
+TRUE_SOLAR_TIME_BOUND_SECONDS = 0.01
+POSITION_BOUND_DEGREES = 0.0005
+LOWEST_CHECKED_ELEVATION = -1.0
+EVENT_BOUND = dt.timedelta(seconds=1)
+
+# Instants in UTC: the supported civil dates (1900-01-01 … 2050-12-31) seen from every time zone.
+FIRST_INSTANT = dt.datetime(1899, 12, 31, 10, tzinfo=dt.UTC)
+LAST_INSTANT = dt.datetime(2051, 1, 1, 12, tzinfo=dt.UTC)
+RANDOM_DAYS = 600
+SAMPLES_PER_DAY = 20  # the engine fits whole days: sampling days, then instants, keeps the test fast
+
+
+@dataclass(frozen=True)
+class Sample:
+    instant: dt.datetime
+    latitude: float
+    longitude: float
+
+
+@dataclass(frozen=True)
+class ReferenceArrays:
+    """``SkyfieldEngine.sun_state`` for many samples at once, field by field."""
+
+    true_solar_seconds: np.ndarray
+    equation_of_time_minutes: np.ndarray
+    declination: np.ndarray
+    azimuth: np.ndarray
+    elevation: np.ndarray
+
+
+def random_samples(seed: int) -> list[Sample]:
+    rng = random.Random(seed)
+    days = (LAST_INSTANT - FIRST_INSTANT).days
+    samples = []
+    for _ in range(RANDOM_DAYS):
+        day_start = FIRST_INSTANT + dt.timedelta(days=rng.randrange(days))
+        for _ in range(SAMPLES_PER_DAY):
+            instant = day_start + dt.timedelta(microseconds=rng.randrange(86_400_000_000))
+            latitude = float(np.degrees(np.arcsin(rng.uniform(-1, 1))))  # uniform over the sphere
+            samples.append(Sample(instant, latitude, rng.uniform(-180, 180)))
+    return samples
+
+
+def utc_seconds_of_day(instant: dt.datetime) -> float:
+    utc = instant.astimezone(dt.UTC)
+    return utc.hour * 3600 + utc.minute * 60 + utc.second + utc.microsecond / 1e6
+
+
+def reference_arrays(samples: list[Sample]) -> ReferenceArrays:
+    """The reference engine's computation, step for step, on skyfield arrays. The times come from the
+    reference's own ``skyfield_time``, one instant at a time, joined into one array ``Time`` by TT."""
+    times = [skyfield_time(sample.instant) for sample in samples]
+    t = timescale().tt_jd(np.array([x.whole for x in times]), np.array([x.tt_fraction for x in times]))
+    latitudes = np.array([sample.latitude for sample in samples])
+    longitudes = np.array([sample.longitude for sample in samples])
+    bodies = ephemeris()
+    earth, sun = bodies["earth"], bodies["sun"]
+
+    right_ascension, declination, _ = earth.at(t).observe(sun).apparent().radec(epoch="date")
+    true_solar_seconds = ((t.gast + longitudes / 15 - right_ascension.hours + 12) * 3600) % 86400
+    utc_seconds = np.array([utc_seconds_of_day(sample.instant) for sample in samples])
+    equation_of_time_seconds = (true_solar_seconds - utc_seconds - longitudes * 240 + 43200) % 86400 - 43200
+
+    observer = earth + wgs84.latlon(latitudes, longitudes)
+    elevation, azimuth, _ = (
+        observer.at(t)
+        .observe(sun)
+        .apparent()
+        .altaz(temperature_C=STANDARD_TEMPERATURE_C, pressure_mbar=STANDARD_PRESSURE_MBAR)
+    )
+    return ReferenceArrays(
+        true_solar_seconds=true_solar_seconds,
+        equation_of_time_minutes=equation_of_time_seconds / 60,
+        declination=declination.degrees,
+        azimuth=azimuth.degrees % 360,
+        elevation=elevation.degrees,
+    )
+
+
+def test_the_array_reference_is_the_reference_engine():
+    samples = random_samples(seed=7)[::400]
+    arrays = reference_arrays(samples)
+    for index, sample in enumerate(samples):
+        sun = REFERENCE.sun_state(sample.instant, sample.latitude, sample.longitude)
+        assert signed_seconds(sun.true_solar_seconds - arrays.true_solar_seconds[index]) == pytest.approx(0, abs=1e-6)
+        assert sun.equation_of_time_minutes == pytest.approx(arrays.equation_of_time_minutes[index], abs=1e-8)
+        assert sun.declination == pytest.approx(arrays.declination[index], abs=1e-10)
+        assert degrees_apart(sun.azimuth, arrays.azimuth[index]) < 1e-9
+        assert sun.elevation == pytest.approx(arrays.elevation[index], abs=1e-9)
+
+
+def test_fast_engine_matches_the_reference_on_random_instants_and_places():
+    samples = random_samples(seed=2024)
+    expected = reference_arrays(samples)
+    states = [FAST.sun_state(sample.instant, sample.latitude, sample.longitude) for sample in samples]
+
+    def errors(field: str) -> np.ndarray:
+        return np.array([getattr(state, field) for state in states]) - getattr(expected, field)
+
+    assert all(0 <= state.true_solar_seconds < 86400 for state in states)
+    true_solar_error = (errors("true_solar_seconds") + 43200) % 86400 - 43200
+    assert np.abs(true_solar_error).max() <= TRUE_SOLAR_TIME_BOUND_SECONDS
+    assert np.abs(errors("equation_of_time_minutes") * 60).max() <= TRUE_SOLAR_TIME_BOUND_SECONDS
+    assert np.abs(errors("declination")).max() <= POSITION_BOUND_DEGREES
+
+    visible = expected.elevation > LOWEST_CHECKED_ELEVATION
+    assert visible.sum() > 5000  # half the samples are in daylight or twilight
+    azimuth_error = (errors("azimuth") + 180) % 360 - 180
+    assert np.abs(azimuth_error[visible]).max() <= POSITION_BOUND_DEGREES
+    assert np.abs(errors("elevation")[visible]).max() <= POSITION_BOUND_DEGREES
+
+
+# Where the time scale steps: leap seconds and the ends of the IERS table fall on 0h UTC.
+TABLE_FIRST, TABLE_LAST = iers_table_coverage()
+MICROSECOND = dt.timedelta(microseconds=1)
+EDGE_INSTANTS = [
+    FIRST_INSTANT,
+    LAST_INSTANT,
+    dt.datetime(1972, 6, 30, 23, 59, 59, 999999, tzinfo=dt.UTC),  # the first leap second, before the table
+    dt.datetime(1972, 7, 1, tzinfo=dt.UTC),
+    TABLE_FIRST - MICROSECOND,
+    TABLE_FIRST,
+    dt.datetime(2016, 12, 31, 23, 59, 59, 999999, tzinfo=dt.UTC),  # a leap second inside the table
+    dt.datetime(2017, 1, 1, tzinfo=dt.UTC),
+    TABLE_LAST - MICROSECOND,
+    TABLE_LAST,  # the table's last instant: UT1 − UTC = +0.094 s there, 0 a microsecond later
+    TABLE_LAST + MICROSECOND,
+    dt.datetime(2024, 7, 1, 14, 30, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=45))),  # not UTC
+]
+
+
+@pytest.mark.parametrize("instant", EDGE_INSTANTS, ids=lambda instant: instant.isoformat())
+@pytest.mark.parametrize(("latitude", "longitude"), [(51.4769, -0.0005), (-33.9249, 18.4241), (1.87, -157.43)])
+def test_fast_engine_matches_the_reference_where_the_time_scale_steps(instant, latitude, longitude):
+    ours = FAST.sun_state(instant, latitude, longitude)
+    theirs = REFERENCE.sun_state(instant, latitude, longitude)
+    assert abs(signed_seconds(ours.true_solar_seconds - theirs.true_solar_seconds)) <= 1e-3
+    assert abs(ours.equation_of_time_minutes - theirs.equation_of_time_minutes) * 60 <= 1e-3
+    assert ours.declination == pytest.approx(theirs.declination, abs=1e-9)
+    if theirs.elevation > LOWEST_CHECKED_ELEVATION:
+        assert degrees_apart(ours.azimuth, theirs.azimuth) <= POSITION_BOUND_DEGREES
+        assert ours.elevation == pytest.approx(theirs.elevation, abs=POSITION_BOUND_DEGREES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.label)
+def test_fast_engine_matches_spa(case):
+    # The reference engine's own SPA comparison (tests/test_solar_reference.py), with the fast engine.
+    sun = FAST.sun_state(case.instant, case.latitude, case.longitude)
+    spa = spa_at(case.instant, case.latitude, case.longitude)
+    assert abs(signed_seconds(sun.true_solar_seconds - spa.true_solar_seconds)) < 0.1
+    assert degrees_apart(sun.azimuth, spa.azimuth) < 0.01
+    if not -1 <= spa.geometric_elevation < SPA_REFRACTION_CUTOFF:
+        assert sun.elevation == pytest.approx(spa.apparent_elevation, abs=0.01)
+
+
+EVENT_DAYS = [
+    *MID_LATITUDE_DAYS,
+    ("Europe/Oslo", "2024-05-16", 69.6492, 18.9553),  # sunset after local midnight
+    ("Europe/Oslo", "2024-05-17", 69.6492, 18.9553),  # first day of the midnight Sun: no sunset
+    ("Europe/Oslo", "2024-11-26", 69.6492, 18.9553),  # the Sun is up for 51 minutes
+    ("Europe/Oslo", "2024-12-21", 69.6492, 18.9553),  # polar night
+    ("Antarctica/McMurdo", "2024-12-21", -77.8460, 166.6760),  # polar day
+    ("Etc/UTC", "2024-03-18", 90.0, 0.0),  # the North Pole at the end of its night
+]
+
+
+@pytest.mark.parametrize(("zone", "date", "latitude", "longitude"), EVENT_DAYS)
+def test_events_from_the_fast_engine_match_the_reference(zone, date, latitude, longitude):
+    ours = events_for(zone, date, latitude, longitude, engine=FAST)
+    theirs = events_for(zone, date, latitude, longitude, engine=REFERENCE)
+    assert ours.state == theirs.state
+    for mine, reference in [
+        (ours.sunrise, theirs.sunrise),
+        (ours.solar_noon, theirs.solar_noon),
+        (ours.sunset, theirs.sunset),
+    ]:
+        assert (mine is None) == (reference is None)
+        if mine is not None:
+            assert abs(mine - reference) <= EVENT_BOUND
+
+
+def test_refraction_is_skyfields_including_its_cut_off():
+    # Every 0.01° from −2° to 90°, and both sides of the cut-offs (−1° and 89.9° apparent).
+    geometric = np.concatenate([np.linspace(-2, 90, 9201), [-1 - 1e-9, -1, -0.999, 89.9, 89.9 + 1e-9]])
+    expected = refract(geometric, STANDARD_TEMPERATURE_C, STANDARD_PRESSURE_MBAR)
+    ours = np.array([fast._refracted(float(altitude)) for altitude in geometric])
+    assert np.abs(ours - expected).max() < 1e-12
+    assert (ours == geometric).any() and (ours > geometric + 0.5).any()  # cut off, and refracted
+
+
+def test_answers_do_not_depend_on_threads_or_cache_evictions():
+    samples = random_samples(seed=11)[:160]  # 8 days
+    expected = [FAST.sun_state(s.instant, s.latitude, s.longitude) for s in samples]
+    crowded = FastEngine(cached_days=3)  # every thread keeps evicting the others' days
+    results: dict[int, list] = {}
+
+    def work(worker: int) -> None:
+        order = samples[worker::4] + samples  # start on different days, then all share every day
+        results[worker] = [(s, crowded.sun_state(s.instant, s.latitude, s.longitude)) for s in order]
+
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    by_sample = dict(zip(samples, expected, strict=True))
+    assert len(results) == 4
+    for answers in results.values():
+        for sample, state in answers:
+            assert state == by_sample[sample]
