@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 
 def _bool(text: str) -> bool:

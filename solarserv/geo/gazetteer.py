@@ -293,6 +293,12 @@ class Gazetteer:
                 nearby.append(Nearby(place, distance, bearing))
         return sorted(nearby, key=lambda n: n.distance_km)[:nearest]
 
+    def populous_places(self, min_population: int) -> list[Place]:
+        """Every place of at least `min_population` people (a scan of the table: ask once, keep the list)."""
+        rows = self._db.execute(f"SELECT {_PLACE_COLUMNS} FROM places p WHERE p.population >= ?",
+                                (min_population,))
+        return [_place(row) for row in rows]
+
     def suggestions(self, name: str, limit: int = 3) -> list[str]:
         """Names of notable places spelt close to `name` (for a 404's message)."""
         if self._suggestion_names is None:

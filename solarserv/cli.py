@@ -1,0 +1,300 @@
+"""The `solarserv` command: serve, calc, plugins, keys. Every subcommand takes the settings flags."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import psutil
+import tornado.httpserver
+import tornado.netutil
+import tornado.process
+
+import solarserv
+from solarserv import config
+from solarserv.errors import ApiError
+from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStore, KeyStoreError
+from solarserv.request import parse_json_fields
+
+log = logging.getLogger("solarserv")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        settings = config.load(flags=vars(args))
+    except config.SettingsError as exc:
+        parser.error(str(exc))
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return args.command(settings, args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="solarserv", description=solarserv.__doc__)
+    parser.add_argument("--version", action="version", version=f"solarserv {solarserv.__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    serve_parser = commands.add_parser("serve", help="run the HTTP service")
+    serve_parser.set_defaults(command=serve)
+
+    calc_parser = commands.add_parser("calc", help="compute one result, as the API would")
+    calc_parser.add_argument("--date", required=True, help="YYYY-MM-DD")
+    calc_parser.add_argument("--time", required=True, dest="local_time", help="HH:MM or HH:MM:SS, civil time")
+    calc_parser.add_argument("--lat", type=float, dest="latitude", help="decimal degrees, north positive")
+    calc_parser.add_argument("--lon", type=float, dest="longitude", help="decimal degrees, east positive")
+    calc_parser.add_argument("--place", dest="place_name", help="a place name instead of coordinates")
+    calc_parser.add_argument("--json", action="store_true", help="print the exact API JSON")
+    calc_parser.set_defaults(command=calc)
+
+    plugins_parser = commands.add_parser("plugins", help="list the loaded plugins and their hooks")
+    plugins_parser.add_argument("--json", action="store_true", help="print JSON")
+    plugins_parser.set_defaults(command=list_plugins)
+
+    keys_parser = commands.add_parser("keys", help="issue, list, deactivate and activate API keys")
+    key_commands = keys_parser.add_subparsers(title="key commands", metavar="KEY_COMMAND", required=True)
+    create_parser = key_commands.add_parser("create", help="issue a key; the full key is printed this once")
+    create_parser.add_argument("--label", required=True, help="whose key it is")
+    create_parser.add_argument("--tier", required=True, choices=list(TIERS),
+                               help="; ".join(tier.describe() for tier in TIERS.values()))
+    create_parser.add_argument("--rpm", type=int, help="requests per minute, for a pro key (120 to 300)")
+    create_parser.add_argument("--json", action="store_true", help="print JSON")
+    create_parser.set_defaults(command=create_key)
+    list_parser = key_commands.add_parser("list", help="list the keys (previews, never the keys)")
+    list_parser.add_argument("--json", action="store_true", help="print JSON")
+    list_parser.set_defaults(command=list_keys)
+    status_parsers = []
+    for action, status in (("deactivate", INACTIVE), ("activate", ACTIVE)):
+        status_parser = key_commands.add_parser(action, help=f"{action} a key, at once in every server")
+        status_parser.add_argument("reference", metavar="PREVIEW_OR_ID",
+                                   help="the key's id or preview (tst_abcd…)")
+        status_parser.set_defaults(command=change_key_status, status=status)
+        status_parsers.append(status_parser)
+
+    for subparser in (serve_parser, calc_parser, plugins_parser, create_parser, list_parser, *status_parsers):
+        config.add_flags(subparser)
+    return parser
+
+
+def serve(settings: Any, args: argparse.Namespace) -> int:
+    """Bind the port, fork the workers when SOLARSERV_PROCESSES > 1, then build the application in each.
+
+    Everything holding a connection, an open file or loop state (Redis client, key store, timezone
+    finder, gazetteer) is built after the fork, so no two processes share one; modules are imported
+    before it, so the workers share their memory. The console secrets are made before it too, so the
+    one login link printed works on every worker. Each process prints the ready line once it accepts
+    connections (N lines for N workers); the first also prints the console line. SIGTERM or SIGINT
+    stops the workers cleanly, then the parent.
+    """
+    from solarserv.pipeline import Pipeline
+    from solarserv.web.app import Services, make_app
+    from solarserv.web.console import ConsoleSecrets
+
+    spread_connections = settings.processes > 1 and sys.platform == "linux"  # see _worker_sockets
+    sockets = tornado.netutil.bind_sockets(settings.port, settings.host, reuse_port=spread_connections)
+    port = sockets[0].getsockname()[1]
+    base_url = f"http://{settings.host}:{port}"
+    console = ConsoleSecrets.load(settings)
+    worker = None
+    if settings.processes > 1:
+        if not settings.redis_url:
+            log.warning("%d processes without REDIS_URL: each counts requests on its own, so a client "
+                        "gets up to %d times its rate limit", settings.processes, settings.processes)
+        _forward_stop_signals_to_workers()
+        worker = tornado.process.fork_processes(settings.processes)  # returns only in the workers
+        if spread_connections and worker > 0:
+            sockets = _worker_sockets(sockets, port, settings.host)
+
+    async def serve_until_stopped() -> None:
+        stopping = asyncio.Event()
+        for signum in STOP_SIGNALS:
+            asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
+        services = Services(settings=settings, pipeline=Pipeline.build(settings), console=console)
+        server = tornado.httpserver.HTTPServer(make_app(settings, services), xheaders=False)
+        server.add_sockets(sockets)
+        _announce(f"solarserv {solarserv.__version__} ready at {base_url}/")
+        if worker in (None, 0):
+            _announce(_console_line(console, base_url))
+        await stopping.wait()
+        server.stop()
+        await server.close_all_connections()
+        await services.limiter.close()
+        services.keys.close()
+
+    try:
+        asyncio.run(serve_until_stopped())
+    except KeyboardInterrupt:  # Ctrl-C before the event loop took over the signals
+        pass
+    # Stopping: a second signal (Ctrl-C reaches a worker directly and through the parent) must not make
+    # the exit status say "killed", which fork_processes would answer with a restart.
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    return 0
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _announce(line: str) -> None:
+    """Print a line in one write: workers share stdout, and print() writes the text and the newline
+    separately when Python runs unbuffered (PYTHONUNBUFFERED), so two workers' lines could interleave."""
+    sys.stdout.write(f"{line}\n")
+    sys.stdout.flush()
+
+
+def _worker_sockets(inherited: list, port: int, host: str) -> list:
+    """Listening sockets of this worker's own, on the port the parent bound.
+
+    On one shared listening socket, the worker that wakes first accepts every connection waiting, so
+    keep-alive clients that connect together (a proxy's pool, a benchmark) can all land on one worker
+    while the others idle. Sockets bound to one port with SO_REUSEPORT each have their own queue, and
+    Linux spreads new connections over them. Worker 0 keeps the inherited socket: the parent holds it
+    open too, so it stays in the group and needs a worker accepting from it.
+    """
+    for sock in inherited:
+        sock.close()
+    return tornado.netutil.bind_sockets(port, host, reuse_port=True)
+
+
+def _forward_stop_signals_to_workers() -> None:
+    """In the parent of the workers: pass SIGTERM and SIGINT on to each. A worker then stops with exit
+    status 0, which fork_processes takes as done rather than restarting it, and the parent exits after
+    the last one. Installed before the fork, so a worker inherits it until its event loop starts."""
+
+    def forward(signum: int, frame: Any) -> None:
+        if tornado.process.task_id() is not None:
+            sys.exit(0)  # a worker told to stop before it began serving: nothing to clean up
+        for worker in psutil.Process().children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.send_signal(signum)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, forward)
+
+
+def _console_line(console: Any, base_url: str) -> str:
+    if console.token_generated:
+        return f"Console login link (admin token generated for this run): {console.login_link(base_url)}"
+    return f"Console: {base_url}/console (log in with ADMIN_TOKEN)"
+
+
+def calc(settings: Any, args: argparse.Namespace) -> int:
+    from solarserv.pipeline import Pipeline
+
+    fields = {name: getattr(args, name) for name in ("place_name", "latitude", "longitude")}
+    fields.update(date=args.date, local_time=args.local_time)
+    try:
+        query = parse_json_fields({name: value for name, value in fields.items() if value is not None})
+        result = asyncio.run(Pipeline.build(settings).run(query))
+    except ApiError as error:
+        if args.json:
+            print(json.dumps(error.envelope(), ensure_ascii=False, indent=2))
+        else:
+            print(f"error {error.code}: {error.message}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, ensure_ascii=False, indent=2) if args.json else _readable(result))
+    return 0
+
+
+def _readable(result: dict[str, Any]) -> str:
+    calculation, position = result["calculation"], result["solar_position"]
+    lines = [
+        f"True solar time   {result['true_solar_time']}  ({result['true_solar_date']})",
+        f"Local time        {result['local_time']}  {result['date']}  UTC{result['utc_offset']}  "
+        f"{result['timezone']}{'  (DST)' if result['dst'] else ''}",
+        f"UTC               {result['utc_time']}",
+        f"Place             {result['location']['display_name']}  "
+        f"({result['location']['latitude']}, {result['location']['longitude']})",
+        f"Equation of time  {calculation['equation_of_time_minutes']:+.3f} min",
+        f"Longitude corr.   {calculation['longitude_correction_minutes']:+.3f} min",
+        f"Total difference  {calculation['total_difference_minutes']:+.3f} min",
+        f"Sun               azimuth {position['azimuth']:.2f}°, elevation {position['elevation']:.2f}°",
+        f"Confidence        {result['confidence']}",
+        "",
+        result["summary"],
+        "",
+        result["solar_context"],
+        "",
+        result["historical_context"],
+        "",
+        result["validation"],
+    ]
+    return "\n".join(lines)
+
+
+def list_plugins(settings: Any, args: argparse.Namespace) -> int:
+    from solarserv.narration import Narrator
+
+    plugins = Narrator.build(settings).plugins()
+    if args.json:
+        print(json.dumps(plugins, indent=2))
+        return 0
+    for plugin in plugins:
+        version = f" {plugin['version']}" if plugin["version"] else ""
+        print(f"{plugin['name']}{version} ({plugin['source']}): {', '.join(plugin['hooks'])}")
+    return 0
+
+
+@contextlib.contextmanager
+def _key_store(settings: Any) -> Iterator[KeyStore]:
+    """The key store in the data dir: the same one every server on that data dir reads."""
+    store = KeyStore.open(settings.data_dir)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def create_key(settings: Any, args: argparse.Namespace) -> int:
+    with _key_store(settings) as store:
+        try:
+            issued = store.create(args.label, args.tier, args.rpm)
+        except KeyStoreError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    record = issued.record
+    if args.json:
+        print(json.dumps({"key": issued.key, **record.public_fields()}, ensure_ascii=False))
+    else:
+        print(f"Key {record.id} for {record.label!r}: {record.tier}, {record.rpm} requests per minute, "
+              f"{record.status}.\n\n    {issued.key}\n\n"
+              "This is the only time the full key is shown (only its hash is stored). "
+              "Clients send it in the X-API-Key header.")
+    return 0
+
+
+def list_keys(settings: Any, args: argparse.Namespace) -> int:
+    with _key_store(settings) as store:
+        keys = store.all()
+    if args.json:
+        print(json.dumps([key.public_fields() for key in keys], ensure_ascii=False, indent=2))
+        return 0
+    rows = [("ID", "Label", "Key preview", "Tier", "RPM", "Created", "Status")]
+    rows += [(str(key.id), key.label, key.preview, key.tier, str(key.rpm), key.created, key.status)
+             for key in keys]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def change_key_status(settings: Any, args: argparse.Namespace) -> int:
+    with _key_store(settings) as store:
+        try:
+            key = store.set_status(store.find(args.reference).id, args.status)
+        except KeyStoreError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    print(f"Key {key.id} ({key.preview}, {key.label!r}) is now {key.status}.")
+    return 0

@@ -1,0 +1,99 @@
+"""`solarserv serve --processes 2`: two workers answer on one port, and SIGTERM stops them all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import psutil
+import pytest
+
+from solarserv import config
+
+PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
+# New connections to make before giving up on seeing both workers answer: each worker listens on a
+# socket of its own (SO_REUSEPORT) and Linux spreads connections over them; a few tries suffice.
+MAX_CONNECTIONS = 200
+
+
+def post(url: str, fields: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=json.dumps(fields).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.status, json.load(response)
+
+
+def healthz(base_url: str) -> dict:
+    # A new connection per call (urllib does not keep them alive), so the kernel hands each to a worker.
+    with urllib.request.urlopen(f"{base_url}/healthz", timeout=30) as response:
+        return json.load(response)
+
+
+@pytest.fixture
+def two_workers(data_dir, tmp_path):
+    """`solarserv serve --processes 2 --port 0` as a real subprocess; yields (process, base URL, lines).
+    The session's data dir already holds the gazetteer index, so the workers open it at once."""
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in {setting.env for setting in config.SETTINGS}}
+    with (tmp_path / "server.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "solarserv", "serve", "--processes", "2", "--port", "0",
+             "--data-dir", str(data_dir)],
+            stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
+    printed = []
+    try:
+        # Each worker prints the ready line when it accepts connections; the first also the console line.
+        while sum("ready at" in line for line in printed) < 2:
+            line = process.stdout.readline()
+            assert line, f"the server stopped before both workers were ready: {printed}"
+            printed.append(line.strip())
+        ready = [line for line in printed if "ready at" in line]
+        yield process, ready[0].split("ready at ")[1].rstrip("/"), printed
+    finally:
+        if process.poll() is None:
+            for survivor in psutil.Process(process.pid).children():
+                survivor.kill()
+            process.kill()
+        process.wait(timeout=30)
+        process.stdout.close()
+
+
+@pytest.mark.slow
+def test_both_workers_answer_and_sigterm_stops_them_all(two_workers):
+    process, base_url, printed = two_workers
+    workers = {child.pid for child in psutil.Process(process.pid).children()}
+    assert len(workers) == 2
+
+    answering = set()
+    for _ in range(MAX_CONNECTIONS):
+        answering.add(healthz(base_url)["process_id"])
+        if answering == workers:
+            break
+    assert answering == workers
+    status, result = post(f"{base_url}/api/v1/solar-time", PARIS)
+    assert status == 200 and result["true_solar_time"].startswith("12:3")
+    assert "process_id" not in result
+
+    process.terminate()  # SIGTERM to the parent only: it passes the signal on
+    assert process.wait(timeout=30) == 0
+    assert not [pid for pid in workers if psutil.pid_exists(pid)]  # stopped, and reaped by the parent
+
+    printed += process.stdout.read().splitlines()
+    ready = [line for line in printed if "ready at" in line]
+    assert len(ready) == 2 and ready[0] == ready[1]
+    # One login link: the admin token is made before the fork, so every worker knows it.
+    assert sum(line.startswith("Console") for line in printed) == 1
+
+
+@pytest.mark.slow
+def test_sigint_stops_every_worker_too(two_workers):
+    process, _, _ = two_workers
+    workers = [child.pid for child in psutil.Process(process.pid).children()]
+    assert len(workers) == 2
+    process.send_signal(signal.SIGINT)  # to the parent only, as `kill -INT` does
+    assert process.wait(timeout=30) == 0
+    assert not [pid for pid in workers if psutil.pid_exists(pid)]
