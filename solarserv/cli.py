@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import jinja2
 import psutil
 import tornado.httpserver
 import tornado.netutil
@@ -21,6 +22,7 @@ import solarserv
 from solarserv import config
 from solarserv.errors import ApiError
 from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStore, KeyStoreError
+from solarserv.narration import PluginConflict
 from solarserv.request import parse_json_fields
 
 log = logging.getLogger("solarserv")
@@ -38,7 +40,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return args.command(settings, args)
+    try:
+        return args.command(settings, args)
+    except (PluginConflict, FileNotFoundError, jinja2.TemplateError) as exc:
+        # Start-up problems an operator fixes (plugins, templates): one line, not a traceback.
+        print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
 
 
 def _parser() -> argparse.ArgumentParser:

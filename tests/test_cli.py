@@ -46,3 +46,12 @@ def test_plugins_lists_the_builtins_and_their_hooks(capsys, data_dir):
     listing = {plugin["name"]: plugin for plugin in json.loads(out)}
     assert listing["plugins.summary"]["hooks"] == ["solarserv_summary"]
     assert listing["plugins.validation"]["source"] == "builtin"
+
+
+def test_a_plugin_conflict_is_one_line_and_a_failing_status(capsys, data_dir, tmp_path):
+    (tmp_path / "rival.py").write_text(
+        "from solarserv.hookspecs import Narrative, hookimpl\n\n"
+        "@hookimpl\ndef solarserv_summary(report):\n    return Narrative('summary.txt.j2')\n")
+    status, _, err = run(capsys, data_dir, "plugins", "--plugins-dir", str(tmp_path))
+    assert status == 2
+    assert "PluginConflict" in err and "rival" in err and "Traceback" not in err

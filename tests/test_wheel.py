@@ -1,0 +1,75 @@
+"""A wheel built from the repo, installed into a fresh virtualenv and run from another directory,
+gives the same answers as the checkout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import sysconfig
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
+CALC_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14", "--time", "14:30", "--json"]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """bin/ of a fresh venv holding only the wheel; dependencies are borrowed from the test venv through a
+    .pth line (not a site dir, so the checkout's editable install stays invisible), so no network is needed."""
+    work = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(work / "dist"),
+                    str(ROOT)], check=True, capture_output=True)
+    wheel = next((work / "dist").glob("solarserv-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "plugins/summary.py" in names and "narratives/summary.txt.j2" in names
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                    "--no-index", str(wheel)], check=True)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    (Path(site) / "borrowed-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv / "bin"
+
+
+@pytest.mark.slow
+def test_installed_wheel_is_used_not_the_checkout(installed, tmp_path):
+    where = subprocess.run([str(installed / "python"), "-c", "import solarserv, plugins; "
+                            "print(solarserv.__file__); print(plugins.__file__)"],
+                           cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+    assert str(ROOT) not in where and "site-packages" in where
+
+
+@pytest.mark.slow
+async def test_installed_calc_gives_the_same_answer(installed, tmp_path, data_dir, api):
+    from_wheel = subprocess.run([str(installed / "solarserv"), *CALC_ARGS, "--data-dir", str(data_dir)],
+                                cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+    from_checkout = (await api("/api/v1/solar-time", "POST", PARIS)).json()
+    assert json.loads(from_wheel) == from_checkout
+
+
+@pytest.mark.slow
+def test_installed_server_answers_the_api(installed, tmp_path, data_dir, live_server):
+    server = subprocess.Popen([str(installed / "solarserv"), "serve", "--port", "0", "--data-dir", str(data_dir)],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready = server.stdout.readline()
+        assert "ready at" in ready, ready
+        base = ready.split("ready at ")[1].strip().rstrip("/")
+        query = "/api/v1/solar-time?" + "&".join(f"{name}={value}" for name, value in PARIS.items())
+        with urllib.request.urlopen(base + query, timeout=60) as response:
+            from_wheel = json.load(response)
+        with urllib.request.urlopen(live_server + query, timeout=60) as response:
+            from_checkout = json.load(response)
+        assert from_wheel == from_checkout
+    finally:
+        server.terminate()
+        server.wait(20)
+        server.stdout.close()
