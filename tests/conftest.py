@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 import tornado.httpclient
 import tornado.httpserver
+import tornado.ioloop
 import tornado.netutil
 from counters import RedisServer
 from servers import serving_in_thread
@@ -31,6 +33,18 @@ def pytest_configure(config: pytest.Config) -> None:
         import pytest_tornasync.plugin
 
         config.pluginmanager.register(pytest_tornasync.plugin, "tornasync-quiet")
+
+
+@pytest.fixture
+def io_loop():
+    """Replaces pytest-tornasync's fixture, whose deprecated IOLoop.make_current() calls
+    asyncio.get_event_loop() and so creates a second loop that is never closed (a ResourceWarning
+    whenever the garbage collector later finds it)."""
+    loop = tornado.ioloop.IOLoop(make_current=False)
+    asyncio.set_event_loop(loop.asyncio_loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close(all_fds=True)
 
 
 # The gazetteer index takes 15-40 s to build; it is built once per checkout into this cache (its file
