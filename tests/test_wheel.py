@@ -28,6 +28,8 @@ def installed(tmp_path_factory) -> Path:
     wheel = next((work / "dist").glob("solarserv-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "plugins/summary.py" in names and "narratives/summary.txt.j2" in names
+    assert "solarserv/web/templates/page.html" in names and "solarserv/web/static/page.js" in names
+    assert "solarserv/web/templates/console.html" in names
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
