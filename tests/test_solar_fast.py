@@ -15,18 +15,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from skyfield.api import wgs84
 from skyfield.earthlib import refract
 from test_solar_events import MID_LATITUDE_DAYS, events_for
 from test_solar_reference import CASES, SPA_REFRACTION_CUTOFF, degrees_apart, spa_at
 
 from solarserv.solar import fast
-from solarserv.solar.ephemeris import ephemeris, iers_table_coverage, skyfield_time, timescale
+from solarserv.solar.ephemeris import iers_table_coverage, skyfield_time, timescale
 from solarserv.solar.fast import FastEngine
 from solarserv.solar.reference import (
     STANDARD_PRESSURE_MBAR,
     STANDARD_TEMPERATURE_C,
     SkyfieldEngine,
+    apparent_sun,
     signed_seconds,
 )
 
@@ -82,33 +82,20 @@ def utc_seconds_of_day(instant: dt.datetime) -> float:
 
 
 def reference_arrays(samples: list[Sample]) -> ReferenceArrays:
-    """The reference engine's computation, step for step, on skyfield arrays. The times come from the
-    reference's own ``skyfield_time``, one instant at a time, joined into one array ``Time`` by TT."""
+    """The reference engine's own computation (``apparent_sun``) on skyfield arrays. The times come from
+    the reference's ``skyfield_time``, one instant at a time, joined into one array ``Time`` by TT."""
     times = [skyfield_time(sample.instant) for sample in samples]
     t = timescale().tt_jd(np.array([x.whole for x in times]), np.array([x.tt_fraction for x in times]))
     latitudes = np.array([sample.latitude for sample in samples])
     longitudes = np.array([sample.longitude for sample in samples])
-    bodies = ephemeris()
-    earth, sun = bodies["earth"], bodies["sun"]
-
-    right_ascension, declination, _ = earth.at(t).observe(sun).apparent().radec(epoch="date")
-    true_solar_seconds = ((t.gast + longitudes / 15 - right_ascension.hours + 12) * 3600) % 86400
     utc_seconds = np.array([utc_seconds_of_day(sample.instant) for sample in samples])
-    equation_of_time_seconds = (true_solar_seconds - utc_seconds - longitudes * 240 + 43200) % 86400 - 43200
-
-    observer = earth + wgs84.latlon(latitudes, longitudes)
-    elevation, azimuth, _ = (
-        observer.at(t)
-        .observe(sun)
-        .apparent()
-        .altaz(temperature_C=STANDARD_TEMPERATURE_C, pressure_mbar=STANDARD_PRESSURE_MBAR)
-    )
+    sun = apparent_sun(t, latitudes, longitudes, utc_seconds)
     return ReferenceArrays(
-        true_solar_seconds=true_solar_seconds,
-        equation_of_time_minutes=equation_of_time_seconds / 60,
-        declination=declination.degrees,
-        azimuth=azimuth.degrees % 360,
-        elevation=elevation.degrees,
+        true_solar_seconds=sun.true_solar_seconds % 86400,
+        equation_of_time_minutes=((sun.equation_of_time_seconds + 43200) % 86400 - 43200) / 60,
+        declination=sun.declination,
+        azimuth=sun.azimuth % 360,
+        elevation=sun.elevation,
     )
 
 

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from typing import Any, NamedTuple
 
 from skyfield.api import wgs84
+from skyfield.timelib import Time
 
 from solarserv.models import SunState
 from solarserv.solar.ephemeris import EPHEMERIS_NAME, ephemeris, skyfield_time
@@ -53,30 +55,43 @@ class SkyfieldEngine:
     name = f"{EPHEMERIS_NAME} via skyfield"
 
     def sun_state(self, instant: dt.datetime, latitude: float, longitude: float) -> SunState:
-        t = skyfield_time(instant)
-        bodies = ephemeris()
-        earth, sun = bodies["earth"], bodies["sun"]
-
-        right_ascension, declination, _ = earth.at(t).observe(sun).apparent().radec(epoch="date")
-        hour_angle_hours = t.gast + longitude / 15 - right_ascension.hours
-        true_solar_seconds = seconds_of_day((hour_angle_hours + 12) * 3600)
-
         utc = instant.astimezone(dt.UTC)
         utc_seconds = utc.hour * 3600 + utc.minute * 60 + utc.second + utc.microsecond / 1e6
-        local_mean_seconds = utc_seconds + longitude * 240  # 24 h / 360° = 240 s per degree
-        equation_of_time_seconds = signed_seconds(true_solar_seconds - local_mean_seconds)
-
-        observer = earth + wgs84.latlon(latitude, longitude)
-        elevation, azimuth, _ = (
-            observer.at(t)
-            .observe(sun)
-            .apparent()
-            .altaz(temperature_C=STANDARD_TEMPERATURE_C, pressure_mbar=STANDARD_PRESSURE_MBAR)
-        )
+        sun = apparent_sun(skyfield_time(instant), latitude, longitude, utc_seconds)
         return SunState(
-            true_solar_seconds=float(true_solar_seconds),
-            equation_of_time_minutes=float(equation_of_time_seconds) / 60,
-            declination=float(declination.degrees),
-            azimuth=float(azimuth.degrees) % 360.0,
-            elevation=float(elevation.degrees),
+            true_solar_seconds=seconds_of_day(float(sun.true_solar_seconds)),
+            equation_of_time_minutes=signed_seconds(float(sun.equation_of_time_seconds)) / 60,
+            declination=float(sun.declination),
+            azimuth=float(sun.azimuth) % 360.0,
+            elevation=float(sun.elevation),
         )
+
+
+class ApparentSun(NamedTuple):
+    true_solar_seconds: Any  # not yet wrapped into one day
+    equation_of_time_seconds: Any  # not yet wrapped into (−12 h, 12 h]
+    declination: Any
+    azimuth: Any
+    elevation: Any
+
+
+def apparent_sun(t: Time, latitude: Any, longitude: Any, utc_seconds: Any) -> ApparentSun:
+    """The reference computation, on one instant or on skyfield/numpy arrays of them (the fast engine's
+    accuracy test runs it on arrays): degrees, seconds; ``utc_seconds`` is UTC's seconds of day."""
+    bodies = ephemeris()
+    earth, sun = bodies["earth"], bodies["sun"]
+
+    right_ascension, declination, _ = earth.at(t).observe(sun).apparent().radec(epoch="date")
+    hour_angle_hours = t.gast + longitude / 15 - right_ascension.hours
+    true_solar_seconds = (hour_angle_hours + 12) * 3600
+    local_mean_seconds = utc_seconds + longitude * 240  # 24 h / 360° = 240 s per degree
+
+    observer = earth + wgs84.latlon(latitude, longitude)
+    elevation, azimuth, _ = (
+        observer.at(t)
+        .observe(sun)
+        .apparent()
+        .altaz(temperature_C=STANDARD_TEMPERATURE_C, pressure_mbar=STANDARD_PRESSURE_MBAR)
+    )
+    return ApparentSun(true_solar_seconds, true_solar_seconds - local_mean_seconds, declination.degrees,
+                       azimuth.degrees, elevation.degrees)
