@@ -35,7 +35,7 @@ import pandas as pd
 import pvlib
 
 from solarserv.solar.fast import FastEngine
-from solarserv.solar.reference import SkyfieldEngine, seconds_of_day, signed_seconds
+from solarserv.solar.reference import SkyfieldEngine, seconds_of_day, signed_seconds, utc_seconds_of_day
 
 FIRST_INSTANT = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
 LAST_INSTANT = dt.datetime(2051, 1, 1, tzinfo=dt.UTC)
@@ -79,10 +79,6 @@ def random_samples(count: int, seed: int) -> list[Sample]:
         )
         for _ in range(count)
     ]
-
-
-def utc_seconds_of_day(instant: dt.datetime) -> float:
-    return instant.hour * 3600 + instant.minute * 60 + instant.second + instant.microsecond / 1e6
 
 
 def engine_method(engine) -> Method:

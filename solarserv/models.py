@@ -6,7 +6,7 @@ All frozen: plugins receive a finished ``Report`` and can read it but not change
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 
@@ -19,10 +19,6 @@ class SolarQuery:
     place_name: str | None = None
     latitude: float | None = None
     longitude: float | None = None
-
-    @property
-    def by_coordinates(self) -> bool:
-        return self.place_name is None
 
 
 @dataclass(frozen=True)
@@ -128,7 +124,6 @@ class Report:
     events: SolarEvents | None
     confidence: Confidence
     ephemeris: str
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def equation_of_time_minutes(self) -> float:

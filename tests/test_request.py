@@ -28,7 +28,6 @@ def test_coordinate_mode_parses_numbers_and_seconds_default_to_zero():
     assert query.date == dt.date(2026, 7, 14)
     assert query.local_time == dt.time(14, 30, 0)
     assert (query.latitude, query.longitude, query.place_name) == (48.8566, 2.3522, None)
-    assert query.by_coordinates
 
 
 def test_get_and_post_give_the_same_query():

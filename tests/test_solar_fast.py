@@ -28,6 +28,7 @@ from solarserv.solar.reference import (
     SkyfieldEngine,
     apparent_sun,
     signed_seconds,
+    utc_seconds_of_day,
 )
 
 FAST = FastEngine()
@@ -74,11 +75,6 @@ def random_samples(seed: int) -> list[Sample]:
             latitude = float(np.degrees(np.arcsin(rng.uniform(-1, 1))))  # uniform over the sphere
             samples.append(Sample(instant, latitude, rng.uniform(-180, 180)))
     return samples
-
-
-def utc_seconds_of_day(instant: dt.datetime) -> float:
-    utc = instant.astimezone(dt.UTC)
-    return utc.hour * 3600 + utc.minute * 60 + utc.second + utc.microsecond / 1e6
 
 
 def reference_arrays(samples: list[Sample]) -> ReferenceArrays:

@@ -49,15 +49,19 @@ def signed_seconds(seconds: float) -> float:
     return seconds - SECONDS_PER_DAY * math.ceil((seconds - half_day) / SECONDS_PER_DAY)
 
 
+def utc_seconds_of_day(instant: dt.datetime) -> float:
+    """Seconds since 00:00 UTC of an aware instant's UTC day."""
+    utc = instant.astimezone(dt.UTC)
+    return utc.hour * 3600 + utc.minute * 60 + utc.second + utc.microsecond / 1e6
+
+
 class SkyfieldEngine:
     """``SunEngine`` computing every call from scratch with skyfield (about 2 ms per call)."""
 
     name = f"{EPHEMERIS_NAME} via skyfield"
 
     def sun_state(self, instant: dt.datetime, latitude: float, longitude: float) -> SunState:
-        utc = instant.astimezone(dt.UTC)
-        utc_seconds = utc.hour * 3600 + utc.minute * 60 + utc.second + utc.microsecond / 1e6
-        sun = apparent_sun(skyfield_time(instant), latitude, longitude, utc_seconds)
+        sun = apparent_sun(skyfield_time(instant), latitude, longitude, utc_seconds_of_day(instant))
         return SunState(
             true_solar_seconds=seconds_of_day(float(sun.true_solar_seconds)),
             equation_of_time_minutes=signed_seconds(float(sun.equation_of_time_seconds)) / 60,
