@@ -39,13 +39,11 @@ def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine
     sun = engine.sun_state(civil.utc, location.latitude, location.longitude)
     meridian = standard_meridian(civil.standard_offset)
     correction = longitude_correction_minutes(location.longitude, meridian)
-    total = sun.equation_of_time_minutes + correction - civil.dst_offset.total_seconds() / 60
     return Report(
         query=query,
         location=location,
         civil=civil,
         sun=sun,
-        true_solar=civil.local + dt.timedelta(minutes=total),
         longitude_correction_minutes=correction,
         standard_meridian=meridian,
         events=_events(location, civil, engine),

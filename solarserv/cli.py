@@ -22,7 +22,7 @@ import solarserv
 from solarserv import config
 from solarserv.errors import ApiError
 from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStore, KeyStoreError
-from solarserv.narration import PluginConflict
+from solarserv.narration import PluginConflict, PluginLoadError
 from solarserv.request import parse_json_fields
 
 log = logging.getLogger("solarserv")
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args.command(settings, args)
-    except (PluginConflict, FileNotFoundError, jinja2.TemplateError) as exc:
+    except (PluginConflict, PluginLoadError, FileNotFoundError, jinja2.TemplateError) as exc:
         # Start-up problems an operator fixes (plugins, templates): one line, not a traceback.
         print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -104,7 +104,6 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     connections (N lines for N workers); the first also prints the console line. SIGTERM or SIGINT
     stops the workers cleanly, then the parent.
     """
-    from solarserv.pipeline import Pipeline
     from solarserv.web.app import Services, make_app
     from solarserv.web.console import ConsoleSecrets
 
@@ -127,7 +126,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
         stopping = asyncio.Event()
         for signum in STOP_SIGNALS:
             asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
-        services = Services(settings=settings, pipeline=Pipeline.build(settings), console=console)
+        services = Services.build(settings, console)
         server = tornado.httpserver.HTTPServer(make_app(settings, services), xheaders=False)
         server.add_sockets(sockets)
         _announce(f"solarserv {solarserv.__version__} ready at {base_url}/")

@@ -161,7 +161,7 @@ class KeyStore:
     def find(self, reference: str) -> ApiKey:
         """A key by its id (``3``) or preview (``tst_abcd…``, the ellipsis optional)."""
         reference = reference.strip()
-        if reference.isdigit():
+        if reference.isascii() and reference.isdigit():
             rows = list(self._db.query("select * from keys where id = ?", [int(reference)]))
         else:
             preview = reference.removesuffix(ELLIPSIS).removesuffix("...") + ELLIPSIS

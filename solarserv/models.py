@@ -118,7 +118,6 @@ class Report:
     location: Location
     civil: CivilInstant
     sun: SunState
-    true_solar: dt.datetime  # naive: civil date-time + total difference
     longitude_correction_minutes: float
     standard_meridian: float
     events: SolarEvents | None
@@ -136,3 +135,8 @@ class Report:
     @property
     def total_difference_minutes(self) -> float:
         return self.equation_of_time_minutes + self.longitude_correction_minutes - self.dst_minutes
+
+    @property
+    def true_solar(self) -> dt.datetime:
+        """The sundial's reading on the civil calendar (naive): civil date-time + total difference."""
+        return self.civil.local + dt.timedelta(minutes=self.total_difference_minutes)

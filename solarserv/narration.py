@@ -42,6 +42,10 @@ class PluginConflict(RuntimeError):
     """Two plugins claim the same text block."""
 
 
+class PluginLoadError(RuntimeError):
+    """A plugin could not be imported; start-up stops naming it."""
+
+
 @dataclass(frozen=True)
 class Texts:
     summary: str
@@ -107,7 +111,13 @@ class Narrator:
         historical = blocks["solarserv_historical_context"]
         checks: list[Check] = []
         for contribution in self._call("solarserv_validation_checks", report, failures):
-            checks.extend(contribution.value or ())
+            contributed = list(contribution.value) if isinstance(contribution.value, (list, tuple)) else None
+            if contributed is None or not all(isinstance(check, Check) for check in contributed):
+                log.error("plugin %s: solarserv_validation_checks must return a list of Check, got %r",
+                          contribution.plugin, contribution.value)
+                failures.append(f"{contribution.plugin} (validation_checks)")
+                continue
+            checks.extend(contributed)
         validation = self._render(Narrative("validation.txt.j2", {"checks": checks, "failures": failures}),
                                   report)
         return Texts(
@@ -185,7 +195,12 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None) -> dict
             log.info("plugin %s not in SOLARSERV_PLUGINS; skipped", entry_point.name)
             continue
         if manager.get_plugin(entry_point.name) is None:
-            manager.register(entry_point.load(), name=entry_point.name)
+            try:
+                plugin = entry_point.load()
+            except Exception as exc:
+                raise PluginLoadError(f"plugin {entry_point.name} ({entry_point.value}) failed to import: "
+                                      f"{exc!r}") from exc
+            manager.register(plugin, name=entry_point.name)
             versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
     return versions
 
@@ -201,6 +216,9 @@ def _import_file(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"solarserv_plugin_{path.stem}", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise PluginLoadError(f"plugin file {path} failed to import: {exc!r}") from exc
     return module
 

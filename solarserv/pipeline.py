@@ -5,6 +5,7 @@ The one path every answer takes, for the HTTP API and the CLI alike. Knows nothi
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Callable
 from typing import Any
@@ -16,8 +17,8 @@ from solarserv.geo.timezones import TimezoneLocator
 from solarserv.geo.zones import country_of_zone, has_zone
 from solarserv.models import Location, SolarQuery
 from solarserv.narration import Narrator
-from solarserv.result import format_coordinates, result_json
-from solarserv.solar import SunEngine
+from solarserv.result import equation_of_time_json, format_coordinates, result_json
+from solarserv.solar import SunEngine, curves
 from solarserv.solar.fast import FastEngine
 
 
@@ -31,12 +32,12 @@ class Pipeline:
         self.today = today
 
     @classmethod
-    def build(cls, settings: Any, narrator: Narrator | None = None) -> Pipeline:
+    def build(cls, settings: Any) -> Pipeline:
         return cls(
             geocoder=geo.build_geocoder(settings),
             timezones=TimezoneLocator(),
             engine=FastEngine(),
-            narrator=narrator or Narrator.build(settings),
+            narrator=Narrator.build(settings),
         )
 
     async def run(self, query: SolarQuery) -> dict[str, Any]:
@@ -44,6 +45,13 @@ class Pipeline:
         civil = civil_time.resolve(query.date, query.local_time, location.timezone)
         report = calculate(query, location, civil, self.engine, self.today())
         return result_json(report, self.narrator.narrate(report))
+
+    async def equation_of_time(self, year: int) -> dict[str, Any]:
+        """The equation of time on each day of a year (the calculator page's chart)."""
+        # A year not yet cached takes most of a second: off the event loop, so other requests keep flowing.
+        days = await asyncio.get_running_loop().run_in_executor(
+            None, curves.equation_of_time_by_day, self.engine, year)
+        return equation_of_time_json(year, days, self.engine.name)
 
     async def locate(self, query: SolarQuery) -> Location:
         if query.place_name is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from solarserv.errors import invalid, malformed
 from solarserv.models import SolarQuery
-from solarserv.solar.ephemeris import SUPPORTED_FIRST_DATE, SUPPORTED_LAST_DATE
+from solarserv.solar.ephemeris import EPHEMERIS_NAME, SUPPORTED_FIRST_DATE, SUPPORTED_LAST_DATE
 
 PLACE_NAME_MAX_LENGTH = 200
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -42,6 +42,19 @@ def parse_query_fields(arguments: Mapping[str, list[bytes]]) -> SolarQuery:
         except UnicodeDecodeError:
             raise malformed(f"The query parameter {name} is not valid UTF-8.") from None
     return _parse(fields, _text_number)
+
+
+def parse_year(text: str | None) -> int:
+    """The equation-of-time endpoint's ?year=. Every problem is a 400, as on the solar-time GET alias."""
+    first, last = SUPPORTED_FIRST_DATE.year, SUPPORTED_LAST_DATE.year
+    if text is None:
+        raise malformed(f"The query parameter year is required, e.g. year={last}.")
+    if not (len(text) == 4 and text.isascii() and text.isdigit()):
+        raise malformed(f"year must be a four-digit year, got {text!r}.")
+    if not first <= int(text) <= last:
+        raise malformed(f"year {text} is outside the supported range {first} to {last} (the span of the "
+                        f"{EPHEMERIS_NAME} ephemeris used).")
+    return int(text)
 
 
 def _parse(fields: Mapping[str, Any], number: Any) -> SolarQuery:
@@ -90,7 +103,10 @@ def _json_number(fields: Mapping[str, Any], name: str) -> float | None:
     # bool is an int subclass in Python; true/false are not coordinates.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise malformed(f"The field {name} must be a JSON number of decimal degrees.")
-    return _finite(name, float(value))
+    try:
+        return _finite(name, float(value))
+    except OverflowError:  # a JSON integer with hundreds of digits
+        raise invalid(f"{name} must be a finite number.") from None
 
 
 def _text_number(fields: Mapping[str, Any], name: str) -> float | None:
@@ -124,7 +140,7 @@ def _parse_date(text: str) -> dt.date:
         raise invalid(f"date {text} is not a real calendar date.") from None
     if not SUPPORTED_FIRST_DATE <= date <= SUPPORTED_LAST_DATE:
         raise invalid(f"date {text} is outside the supported range {SUPPORTED_FIRST_DATE} to "
-                      f"{SUPPORTED_LAST_DATE} (the span of the JPL DE421 ephemeris used).")
+                      f"{SUPPORTED_LAST_DATE} (the span of the {EPHEMERIS_NAME} ephemeris used).")
     return date
 
 

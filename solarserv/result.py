@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
 from solarserv.models import Report, SolarEvents
 from solarserv.narration import Texts
+from solarserv.solar import curves
 from solarserv.timefmt import format_offset, round_to_second
 
 MINUTES_DECIMALS = 4
@@ -62,6 +64,16 @@ def result_json(report: Report, texts: Texts) -> dict[str, Any]:
         "solar_context": texts.solar_context,
         "validation": texts.validation,
         "share": {"text": texts.share_text, "url_params": share_params, "url": f"/?{share_params}"},
+    }
+
+
+def equation_of_time_json(year: int, days: Iterable[tuple[dt.date, float]], ephemeris: str) -> dict[str, Any]:
+    return {
+        "year": year,
+        "utc_time": curves.SAMPLE_TIME_UTC.strftime("%H:%M:%S"),
+        "ephemeris": ephemeris,
+        "days": [{"date": date.isoformat(), "equation_of_time_minutes": round(minutes, MINUTES_DECIMALS)}
+                 for date, minutes in days],
     }
 
 

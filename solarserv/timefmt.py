@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Literal
 
 
@@ -14,9 +15,10 @@ def round_to_second(moment: dt.datetime) -> dt.datetime:
 def format_offset(offset: dt.timedelta, precision: Literal["auto", "minute", "second"] = "auto") -> str:
     """A UTC offset: "+05:45", "-10:00". "auto" adds seconds only when there are some (local mean time,
     "+00:09:21"); "minute" rounds to the nearest minute; "second" always shows them."""
-    total = round(offset.total_seconds())
+    # Half up, like round_to_second (round() would send Ho Chi Minh's +07:06:30 of 1906 to +07:06).
+    total = math.floor(offset.total_seconds() + 0.5)
     if precision == "minute":
-        total = 60 * round(total / 60)
+        total = 60 * math.floor(total / 60 + 0.5)
     sign = "-" if total < 0 else "+"
     hours, rest = divmod(abs(total), 3600)
     minutes, seconds = divmod(rest, 60)

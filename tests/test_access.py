@@ -196,10 +196,12 @@ async def test_trusted_proxy_headers_name_the_client(api, limiter, overrides):
     await api(PARIS_GET, headers={"X-Forwarded-For": "198.51.100.7, 203.0.113.2"})
     await api(PARIS_GET, headers={"X-Forwarded-For": "not an address"})
     await api(PARIS_GET, headers={"X-Real-IP": "2001:DB8::0001"})
+    # A client-sent X-Real-IP passed through a proxy that appends X-Forwarded-For picks no fresh quota.
+    await api(PARIS_GET, headers={"X-Forwarded-For": "203.0.113.2", "X-Real-IP": "192.0.2.99"})
     counts = await limiter.current_counts(["ip:203.0.113.1", "ip:203.0.113.2", "ip:198.51.100.7",
-                                           "ip:127.0.0.1", "ip:2001:db8::1"])
-    assert counts == {"ip:203.0.113.1": 1, "ip:203.0.113.2": 1, "ip:198.51.100.7": 0, "ip:127.0.0.1": 1,
-                      "ip:2001:db8::1": 1}
+                                           "ip:127.0.0.1", "ip:2001:db8::1", "ip:192.0.2.99"])
+    assert counts == {"ip:203.0.113.1": 1, "ip:203.0.113.2": 2, "ip:198.51.100.7": 0, "ip:127.0.0.1": 1,
+                      "ip:2001:db8::1": 1, "ip:192.0.2.99": 0}
 
 
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])

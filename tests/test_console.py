@@ -225,6 +225,14 @@ async def test_logging_out_ends_the_session(browser):
     assert (await browser.get("/console")).code == 302
 
 
+async def test_changing_the_admin_token_ends_existing_sessions(browser, app):
+    await browser.log_in()
+    assert (await browser.get("/console")).code == 200
+    services = app.settings["services"]
+    services.console = dataclasses.replace(services.console, admin_token="a-new-token-after-a-leak")
+    assert (await browser.get("/console")).code == 302  # the old, validly signed cookie no longer admits
+
+
 def test_the_cookie_secret_is_kept_in_the_data_dir_so_sessions_survive_a_restart(settings):
     first, restarted = ConsoleSecrets.load(settings), ConsoleSecrets.load(settings)
     assert first.cookie_secret == restarted.cookie_secret and len(first.cookie_secret) >= 64

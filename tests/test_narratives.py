@@ -311,9 +311,10 @@ def test_checks_catch_a_wrong_longitude_correction_and_meridian():
                for text in _failing(dataclasses.replace(report, standard_meridian=-165.0)))
 
 
-def test_checks_catch_a_true_solar_time_a_day_off():
+def test_checks_catch_a_true_solar_time_out_of_step_with_the_sun():
     report = report_at("Kashgar", "2026-07-14", "01:30")
-    failing = _failing(dataclasses.replace(report, true_solar=report.true_solar + dt.timedelta(days=1)))
+    an_hour_off = dataclasses.replace(report.sun, true_solar_seconds=(report.sun.true_solar_seconds + 3600) % 86400)
+    failing = _failing(dataclasses.replace(report, sun=an_hour_off))
     assert [text for text in failing if text.startswith("true solar time")]
 
 

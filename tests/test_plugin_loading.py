@@ -14,7 +14,7 @@ from reports import report_at
 
 from narratives import hms
 from solarserv import config
-from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict
+from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict, PluginLoadError
 from solarserv.timefmt import round_to_second
 
 EXTRA_CHECK = '''
@@ -77,6 +77,26 @@ def test_a_raising_plugin_loses_only_its_own_contribution(tmp_path, report, buil
         "✗ plugin broken (validation_checks) failed; its text was left out."
     assert "plugin broken failed in solarserv_validation_checks" in caplog.text
     assert "this plugin is broken" in caplog.text  # the traceback is logged for the operator
+
+
+@pytest.mark.parametrize("returned", ["Check(True, 'a single check, not a list')", "['a string, not a Check']"])
+def test_a_plugin_returning_the_wrong_type_loses_only_its_own_checks(tmp_path, report, builtin_texts, returned):
+    write(tmp_path, "sloppy.py", f'''
+        from solarserv.hookspecs import Check, hookimpl
+
+        @hookimpl
+        def solarserv_validation_checks(report):
+            return {returned}
+    ''')
+    texts = build(PLUGINS_DIR=str(tmp_path)).narrate(report)
+    assert texts.validation.startswith(builtin_texts.validation)
+    assert texts.validation.splitlines()[-1] == "✗ plugin sloppy (validation_checks) failed; its text was left out."
+
+
+def test_a_plugin_that_fails_to_import_stops_start_up_naming_it(tmp_path):
+    write(tmp_path, "typo.py", "import no_such_module_anywhere\n")
+    with pytest.raises(PluginLoadError, match="typo.py"):
+        build(PLUGINS_DIR=str(tmp_path))
 
 
 def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_path, monkeypatch, report,

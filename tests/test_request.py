@@ -73,6 +73,7 @@ def test_neither_mode_is_400():
     ({"latitude": 90.5}, "latitude must be between -90 and 90"),
     ({"longitude": -180.01}, "longitude must be between -180 and 180"),
     ({"latitude": 1e400}, "finite"),
+    ({"longitude": 10**400}, "finite"),
     ({"date": "2026-02-30"}, "not a real calendar date"),
     ({"date": "2026-7-14"}, "YYYY-MM-DD"),
     ({"date": "14/07/2026"}, "YYYY-MM-DD"),

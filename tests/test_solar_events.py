@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import zoneinfo
 
 import pandas as pd
 import pvlib
@@ -11,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solarserv.civil import day_bounds_utc
+from solarserv.geo.zones import zone as tzdata_zone
 from solarserv.models import SolarEvents, SunState
 from solarserv.solar.ephemeris import skyfield_time
 from solarserv.solar.events import STANDARD_ALTITUDE_DEGREES, solar_events
@@ -39,12 +40,8 @@ class CountingEngine:
 
 
 def civil_day(zone: str, date: dt.date) -> tuple[dt.datetime, dt.datetime]:
-    """Local midnight to the next local midnight, in UTC (23 or 25 hours on DST change days)."""
-    tz = zoneinfo.ZoneInfo(zone)
-    return tuple(  # type: ignore[return-value]
-        dt.datetime.combine(day, dt.time(0), tz).astimezone(dt.UTC)
-        for day in (date, date + dt.timedelta(days=1))
-    )
+    """Local midnight to the next local midnight, in UTC, as the service computes it (tzdata package)."""
+    return day_bounds_utc(date, zone)
 
 
 def events_for(zone: str, date: str, latitude: float, longitude: float, engine=ENGINE) -> SolarEvents:
@@ -142,7 +139,7 @@ def test_polar_day_and_night(zone, date, latitude, longitude, state):
 def test_sunset_after_local_midnight_belongs_to_the_day_it_ends():
     # Tromsø, four days before the midnight Sun: the Sun sets at 00:12 on the 17th. It is the 16th's
     # sunset (the day length is sunset − sunrise of one solar day), returned with its own date.
-    oslo = zoneinfo.ZoneInfo("Europe/Oslo")
+    oslo = tzdata_zone("Europe/Oslo")
     events = events_for("Europe/Oslo", "2024-05-16", 69.6492, 18.9553)
     assert events.state == "normal"
     assert events.sunrise.astimezone(oslo).date() == dt.date(2024, 5, 16)

@@ -9,7 +9,6 @@ the same thing. To compare one physical instant, SPA gets a time stamp equal to 
 from __future__ import annotations
 
 import datetime as dt
-import zoneinfo
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solarserv.geo.zones import zone
 from solarserv.solar import ephemeris, reference
 from solarserv.solar.ephemeris import (
     iers_table_coverage,
@@ -46,7 +46,7 @@ class Case:
     @property
     def instant(self) -> dt.datetime:
         naive = dt.datetime.fromisoformat(self.local)
-        return naive.replace(tzinfo=zoneinfo.ZoneInfo(self.zone)).astimezone(dt.UTC)
+        return naive.replace(tzinfo=zone(self.zone)).astimezone(dt.UTC)
 
 
 CASES = [

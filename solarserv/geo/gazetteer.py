@@ -302,11 +302,11 @@ class Gazetteer:
     def suggestions(self, name: str, limit: int = 3) -> list[str]:
         """Names of notable places spelt close to `name` (for a 404's message)."""
         if self._suggestion_names is None:
-            self._suggestion_names = {}
             rows = self._db.execute(
                 "SELECT n.key, p.name FROM names n JOIN places p ON p.id = n.place_id "
                 "WHERE n.own = 1 AND p.population >= ? ORDER BY p.population", (SUGGESTION_MIN_POPULATION,))
-            self._suggestion_names.update(rows)  # the most populous holder of a key is written last
+            # Built whole, then published in one assignment: other executor threads never see it half-filled.
+            self._suggestion_names = dict(rows)  # the most populous holder of a key is written last
         close = process.extract(fold(name), self._suggestion_names.keys(), scorer=fuzz.ratio,
                                 limit=limit, score_cutoff=75)
         return [self._suggestion_names[key] for key, _score, _index in close]

@@ -72,13 +72,14 @@ def ip_counter(ip: str) -> str:
 def client_ip(request: tornado.httputil.HTTPServerRequest, trust_proxy: bool) -> str:
     """The socket's peer; with TRUST_PROXY, the address the proxy in front of us reports.
 
-    X-Real-IP wins (a proxy sets it whole); else the last X-Forwarded-For entry, the one our own proxy
-    appended. Earlier entries come from the client and prove nothing. A value that is not an IP address
-    is ignored.
+    The last X-Forwarded-For entry wins: it is the one our own proxy appended, while earlier entries (and
+    an X-Real-IP the proxy merely passes through) can come from the client and would let it pick a fresh
+    address, and so a fresh quota, per request. X-Real-IP is used only when there is no X-Forwarded-For.
+    A value that is not an IP address is ignored.
     """
     if trust_proxy:
-        forwarded = (request.headers.get("X-Real-IP")
-                     or request.headers.get("X-Forwarded-For", "").split(",")[-1]).strip()
+        forwarded = (request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
+                     or request.headers.get("X-Real-IP", "")).strip()
         try:
             return str(ipaddress.ip_address(forwarded))
         except ValueError:

@@ -5,13 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import tornado.ioloop
 import tornado.web
 
 from solarserv import request as request_fields
 from solarserv.errors import ApiError, malformed
-from solarserv.result import MINUTES_DECIMALS
-from solarserv.solar import curves
 from solarserv.web.base import ApiHandler
 
 MAX_BODY_BYTES = 16 * 1024
@@ -61,18 +58,8 @@ class EquationOfTimeHandler(ApiHandler):
     chart)."""
 
     async def get(self) -> None:
-        year = _parse_year(self.get_query_argument("year", None))
-        # A year not yet cached takes most of a second to compute: off the event loop, so other requests
-        # keep flowing meanwhile.
-        days = await tornado.ioloop.IOLoop.current().run_in_executor(
-            None, curves.equation_of_time_by_day, self.services.pipeline.engine, year)
-        self.write_json({
-            "year": year,
-            "utc_time": curves.SAMPLE_TIME_UTC.strftime("%H:%M:%S"),
-            "ephemeris": self.services.pipeline.engine.name,
-            "days": [{"date": date.isoformat(), "equation_of_time_minutes": round(minutes, MINUTES_DECIMALS)}
-                     for date, minutes in days],
-        })
+        year = request_fields.parse_year(self.get_query_argument("year", None))
+        self.write_json(await self.services.pipeline.equation_of_time(year))
 
 
 class HealthHandler(ApiHandler):
@@ -91,19 +78,6 @@ def _decode_json(body: bytes) -> Any:
         raise malformed(f"The request body is not valid JSON: {exc}.") from None
     except RecursionError:
         raise malformed("The request body is nested too deeply.") from None
-
-
-def _parse_year(text: str | None) -> int:
-    """Every problem is a 400, as on the solar-time GET alias: these are invalid query parameters."""
-    first, last = curves.SUPPORTED_YEARS.start, curves.SUPPORTED_YEARS.stop - 1
-    if text is None:
-        raise malformed(f"The query parameter year is required, e.g. year={last}.")
-    if not (len(text) == 4 and text.isascii() and text.isdigit()):
-        raise malformed(f"year must be a four-digit year, got {text!r}.")
-    if int(text) not in curves.SUPPORTED_YEARS:
-        raise malformed(f"year {text} is outside the supported range {first} to {last} (the span of the "
-                        "JPL DE421 ephemeris used).")
-    return int(text)
 
 
 def _reject_constant(name: str) -> None:

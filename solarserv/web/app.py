@@ -12,7 +12,6 @@ import tornado.web
 
 import solarserv
 from solarserv.keys import KeyStore
-from solarserv.narration import Narrator
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
 from solarserv.web import api, console, page
@@ -44,8 +43,9 @@ class Services:
             self.console = ConsoleSecrets.load(self.settings)
 
     @classmethod
-    def build(cls, settings: Any, narrator: Narrator | None = None) -> Services:
-        return cls(settings=settings, pipeline=Pipeline.build(settings, narrator))
+    def build(cls, settings: Any, console: ConsoleSecrets | None = None) -> Services:
+        """``console``: secrets made once before `serve --processes` forks, so one login link serves all."""
+        return cls(settings=settings, pipeline=Pipeline.build(settings), console=console)
 
     def health(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,8 @@ How it is protected (the spec leaves it open):
   at once; the access log never shows console query strings. Tokens are compared in constant time.
 - The session is a signed cookie (HttpOnly, SameSite=Strict, Secure over HTTPS) that lasts
   SESSION_DAYS. Its signing secret is generated once and kept in DATA_DIR/cookie_secret, so restarts and
-  sibling processes on the same data dir keep sessions; deleting the file ends every session.
+  sibling processes on the same data dir keep sessions; deleting the file ends every session. The cookie
+  signs a fingerprint of the admin token, so changing ADMIN_TOKEN also ends every session.
 - Every form carries Tornado's XSRF token; login attempts are limited per client IP; every page is sent
   with no-store, frame-deny and a content security policy that allows only this site's own files.
 - Every handler declares ``access = Access.ADMIN`` or ``Access.PUBLIC``; ``check_declared_access``
@@ -16,6 +17,7 @@ How it is protected (the spec leaves it open):
 from __future__ import annotations
 
 import enum
+import hashlib
 import hmac
 import logging
 import os
@@ -37,7 +39,6 @@ LOGIN_PATH = "/console/login"
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
 LOGIN_ATTEMPTS_PER_MINUTE = 10
-_ADMIN = b"admin"  # the session cookie's signed value: there is one operator role
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -65,6 +66,12 @@ class ConsoleSecrets:
         token = settings.admin_token or secrets.token_urlsafe(32)
         return cls(admin_token=token, token_generated=not settings.admin_token,
                    cookie_secret=persisted_secret(Path(settings.data_dir) / "cookie_secret"))
+
+    @property
+    def session_value(self) -> bytes:
+        """What the session cookie signs: a fingerprint of the admin token, so changing ADMIN_TOKEN (after
+        a leak, say) ends every session made with the old one. There is one operator role."""
+        return hashlib.sha256(self.admin_token.encode()).hexdigest()[:32].encode()
 
     def login_link(self, base_url: str) -> str:
         """The one-time login link printed at start (only for a generated token)."""
@@ -107,7 +114,8 @@ class ConsoleHandler(BaseHandler):
 
     def get_current_user(self) -> str | None:
         value = self.get_signed_cookie(SESSION_COOKIE, max_age_days=SESSION_DAYS)
-        return "admin" if value == _ADMIN else None
+        expected = self.services.console.session_value
+        return "admin" if value is not None and hmac.compare_digest(value, expected) else None
 
     def prepare(self) -> None:
         if self.access is Access.ADMIN and not self.current_user:
@@ -147,8 +155,9 @@ class LoginHandler(ConsoleHandler):
         elif not hmac.compare_digest(token.encode(), self.services.console.admin_token.encode()):
             self._login_page("That is not the admin token.", status=403)
         else:
-            self.set_signed_cookie(SESSION_COOKIE, _ADMIN, expires_days=SESSION_DAYS, httponly=True,
-                                   samesite="Strict", secure=self._over_https())
+            self.set_signed_cookie(SESSION_COOKIE, self.services.console.session_value,
+                                   expires_days=SESSION_DAYS, httponly=True, samesite="Strict",
+                                   secure=self._over_https())
             # Also drops the token from the address bar: the browser lands on a clean URL.
             self.redirect(local_path(self.get_argument("next", None)), status=303)
 
@@ -216,7 +225,7 @@ def _form_rpm(tier: str, rpm: str) -> int | None:
         return None
     if not rpm:
         return None  # the store explains the missing choice
-    if not rpm.isdigit():
+    if not (rpm.isascii() and rpm.isdigit()):
         raise KeyStoreError(f"RPM must be a whole number, not {rpm!r}.")
     return int(rpm)
 
