@@ -26,6 +26,7 @@ from solarserv.models import CivilInstant
 from solarserv.timefmt import format_offset
 
 _ZERO = dt.timedelta(0)
+_ONE_HOUR = dt.timedelta(hours=1)
 _UTC = dt.UTC
 
 
@@ -156,7 +157,7 @@ def _summer_time(utc: dt.datetime, tz: ZoneInfo) -> dt.timedelta:
     """
     here = _period_at(utc, tz)
     if here.dst > _ZERO:
-        return here.dst
+        return _positive_summer_time(utc, tz, here)
     if here.dst == _ZERO and not _uses_negative_dst(tz):
         return _ZERO
     before = _neighbour(utc, tz, -1)
@@ -171,6 +172,20 @@ def _summer_time(utc: dt.datetime, tz: ZoneInfo) -> dt.timedelta:
     if after is None or after.offset >= here.offset or min(before.dst, after.dst) >= _ZERO:
         return _ZERO
     return here.offset - max(before.offset, after.offset)
+
+
+def _positive_summer_time(utc: dt.datetime, tz: ZoneInfo, here: _Period) -> dt.timedelta:
+    """zoneinfo measures a positive dst() from the standard stretch *before*. Where a zone changed its
+    standard offset as summer time began (Asia/Ust-Nera 1981: +09 → summer +12 → standard +11;
+    America/Inuvik and Scoresbysund likewise), that overstates it by the change, and the standard
+    stretch *after* gives the real shift. Checked only for shifts other than the usual hour, so the
+    common case costs nothing; a genuine two-hour summer time (Antarctica/Troll) is kept."""
+    if here.dst == _ONE_HOUR:
+        return here.dst
+    after = _neighbour(utc, tz, +1)
+    if after is not None and after.dst == _ZERO and _ZERO < here.offset - after.offset < here.dst:
+        return here.offset - after.offset
+    return here.dst
 
 
 def _is_mean_time(offset: dt.timedelta, abbreviation: str) -> bool:

@@ -108,6 +108,19 @@ def test_dublin_summer_is_summer_time_on_greenwich_time():
     assert civil.dst and civil.abbreviation == "IST"
 
 
+@pytest.mark.parametrize("zone_name,date,offset,standard,summer", [
+    # zoneinfo guesses dst() 3 h / 2 h / 2 h here: the standard offset changed as summer time began.
+    ("Asia/Ust-Nera", "1982-07-01", 12, 11, 1),
+    ("America/Scoresbysund", "1982-07-01", 0, -1, 1),
+    ("America/Inuvik", "1980-07-01", -6, -7, 1),
+    ("Antarctica/Troll", "2026-07-01", 2, 0, 2),  # a real two-hour summer time stays two hours
+])
+def test_summer_time_is_measured_from_the_standard_offset_in_force(zone_name, date, offset, standard, summer):
+    civil = at(date, "12:00", zone_name)
+    assert (civil.utc_offset, civil.standard_offset, civil.dst_offset) == (
+        hours(offset), hours(standard), hours(summer))
+
+
 def test_dublin_1968_to_1971_all_year_irish_standard_time_stays_standard():
     civil = at("1970-06-01", "12:00", "Europe/Dublin")
     assert (civil.utc_offset, civil.dst_offset) == (HOUR, hours(0))

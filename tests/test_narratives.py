@@ -208,6 +208,13 @@ def test_zone_history_rebases_dublins_negative_dst():
         assert period.summer == (period.utc_offset == dt.timedelta(hours=1))
 
 
+def test_zone_history_reads_namibias_plus_two_since_2017_as_standard_time():
+    # The last record follows a negative-DST winter, but the footer no longer alternates.
+    last = zone_history("Africa/Windhoek").periods[-1]
+    assert (last.start.date(), last.utc_offset, last.standard_offset, last.summer) == (
+        dt.date(2017, 9, 3), dt.timedelta(hours=2), dt.timedelta(hours=2), False)
+
+
 def test_zone_history_follows_links_and_names_the_zone_it_reads():
     assert zone_history("Europe/Amsterdam").record_of == "Europe/Brussels"
     assert zone_history("Europe/Paris").record_of == "Europe/Paris"

@@ -201,6 +201,7 @@ def _periods(tzif: _TZif) -> tuple[Period, ...]:
     """Each stretch of civil time, with negative DST re-based so summer time is the higher offset."""
     starts = [None, *(when for when, _ in tzif.transitions)]
     types = [tzif.initial, *(kind for _, kind in tzif.transitions)]
+    footer_alternates = _footer_has_dst(tzif.footer)
 
     def nearest_non_dst_offset(index: int) -> dt.timedelta:
         for neighbour in (*reversed(types[:index]), *types[index + 1:]):
@@ -216,9 +217,13 @@ def _periods(tzif: _TZif) -> tuple[Period, ...]:
         # A standard offset between lower "DST" offsets is the summer half of negative DST. Both
         # neighbours must be: Dublin's year-round +01:00 of 1968-1971 ends in one, yet was standard.
         # The offset before the first record never is (it is local mean time or "-00", uninhabited).
-        neighbours = types[index - 1:index] + types[index + 1:index + 2] if index else []
-        return bool(neighbours) and all(other.is_dst and other.utc_offset < kind.utc_offset
-                                        for other in neighbours)
+        # After the last record the footer rule takes over: when it still alternates, the phase before
+        # comes round again (Dublin's IST); when it does not, one lower neighbour is not enough
+        # (Namibia's +02:00 since 2017 follows a negative-DST winter, yet is its standard time).
+        following = types[index + 1:index + 2] or (types[index - 1:index] if footer_alternates else [])
+        neighbours = types[index - 1:index] + following if index else []
+        return len(neighbours) == 2 and all(other.is_dst and other.utc_offset < kind.utc_offset
+                                            for other in neighbours)
 
     is_summer = [summer(index) for index in range(len(types))]
 
