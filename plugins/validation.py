@@ -1,7 +1,8 @@
 """Built-in plugin: sanity checks on every result, each recomputed from the report's own numbers.
 
-Each check is a function ``Report → Check | None`` (None when it does not apply, e.g. without solar
-events). A third-party plugin adds checks through the same hook, ``solarserv_validation_checks``.
+Each check is a function ``Report → Check | None`` (None when it does not apply, e.g. day or night
+for an instant more than 12 h from solar noon). A third-party plugin adds checks through the same hook,
+``solarserv_validation_checks``.
 """
 
 from __future__ import annotations
@@ -103,8 +104,6 @@ def true_solar_time_is_local_plus_total(report: Report) -> Check:
 
 def sun_matches_day_or_night(report: Report) -> Check | None:
     events = report.events
-    if events is None:
-        return None
     now = report.civil.utc
     # The events describe the solar day around this date's solar noon. An instant more than 12 h from
     # that noon belongs to the solar day before or after, whose sunrise and sunset can be hours away
@@ -129,10 +128,8 @@ def sun_matches_day_or_night(report: Report) -> Check | None:
     return Check(consistent, f"Sun's elevation {degrees(elevation)} fits {when}")
 
 
-def solar_noon_at_twelve(report: Report) -> Check | None:
+def solar_noon_at_twelve(report: Report) -> Check:
     events = report.events
-    if events is None:
-        return None
     elapsed = _seconds_between(report.civil.utc, events.solar_noon)
     at_noon = report.sun.true_solar_seconds + elapsed
     error = abs(math.remainder(at_noon - NOON_SECONDS, SECONDS_PER_DAY))

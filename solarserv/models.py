@@ -120,7 +120,7 @@ class Report:
     sun: SunState
     longitude_correction_minutes: float
     standard_meridian: float
-    events: SolarEvents | None
+    events: SolarEvents
     confidence: Confidence
     ephemeris: str
 

@@ -56,7 +56,7 @@ def result_json(report: Report, texts: Texts) -> dict[str, Any]:
             "azimuth": round(report.sun.azimuth, DEGREES_DECIMALS),
             "elevation": round(report.sun.elevation, DEGREES_DECIMALS),
         },
-        "solar_events": events_json(report.events) if report.events else None,
+        "solar_events": events_json(report.events),
         "confidence": report.confidence.level,
         "historical_context_status": "found" if texts.historical_context_found else "not_found",
         "summary": texts.summary,

@@ -251,7 +251,6 @@ class Gazetteer:
     """Read-only queries on a built index. A name lookup is a few indexed reads (well under 1 ms)."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         # immutable=1: the file never changes once renamed into place, so SQLite skips all locking.
         # Python's sqlite3 is built serialized (threadsafety 3), so one connection serves every thread.
         self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
@@ -273,13 +272,13 @@ class Gazetteer:
                                 (fold(qualifier),))
         return set(rows)
 
-    def nearby(self, latitude: float, longitude: float, radius_km: float, *, min_population: int = 0,
+    def nearby(self, latitude: float, longitude: float, radius_km: float, *,
                nearest: int | None = None) -> list[Nearby]:
-        """Places (of at least `min_population`) within `radius_km` of the point, nearest first; only
+        """Places within `radius_km` of the point, nearest first; only
         the `nearest` few when given (SQLite ranks them, so a wide radius over a crowded area stays cheap)."""
         lat_span = radius_km / KM_PER_DEGREE
         lon_span = min(180.0, lat_span / max(math.cos(math.radians(min(abs(latitude) + lat_span, 90))), 1e-6))
-        parameters = {"latitude": latitude, "longitude": longitude, "min_population": min_population,
+        parameters = {"latitude": latitude, "longitude": longitude,
                       "south": latitude - lat_span, "north": latitude + lat_span,
                       "east_west_scale": math.cos(math.radians(latitude)), "nearest": nearest or -1}
         found = []
@@ -322,7 +321,6 @@ _PLACE_COLUMNS = "p.display_name, p.latitude, p.longitude, p.country_code, p.pop
 _NEARBY_SQL = f"""
     SELECT {_PLACE_COLUMNS} FROM place_points b JOIN places p ON p.id = b.id
     WHERE b.min_lat >= :south AND b.max_lat <= :north AND b.min_lon >= :west AND b.max_lon <= :east
-      AND p.population >= :min_population
     ORDER BY (p.latitude - :latitude) * (p.latitude - :latitude)
            + (min(abs(p.longitude - :longitude), 360 - abs(p.longitude - :longitude)) * :east_west_scale)
            * (min(abs(p.longitude - :longitude), 360 - abs(p.longitude - :longitude)) * :east_west_scale)

@@ -7,9 +7,9 @@ import math
 from timezonefinder import TimezoneFinder
 
 from solarserv.errors import ApiError
+from solarserv.geo.gazetteer import KM_PER_DEGREE
 from solarserv.geo.zones import TZDATA_VERSION, canonical_zone, has_zone
 
-_KM_PER_DEGREE = 111.195  # along a meridian, on a sphere of the Earth's mean radius
 _BORDER_RADIUS_KM = 10.0
 _BORDER_SAMPLES = 8  # compass points on the circle; a border passing within the radius crosses it
 
@@ -77,7 +77,7 @@ def _circle(latitude: float, longitude: float, radius_km: float) -> list[tuple[f
     A flat approximation, good enough at 10 km. Near a pole the east–west step is capped at half
     the globe and latitudes are clipped at ±90°.
     """
-    step = radius_km / _KM_PER_DEGREE
+    step = radius_km / KM_PER_DEGREE
     east_west_scale = max(math.cos(math.radians(latitude)), step / 180)
     points = []
     for index in range(_BORDER_SAMPLES):

@@ -110,13 +110,3 @@ def country_of_zone(name: str) -> str | None:
     countries = _zone_countries()
     return countries.get(name) or countries.get(canonical_zone(name))
 
-
-@functools.cache
-def _country_names() -> dict[str, str]:
-    return {row[0]: row[1] for row in _tab_rows("iso3166.tab")}
-
-
-def country_name(code: str) -> str | None:
-    """The country's name as tzdata's iso3166.tab spells it (``FR`` → ``France``, ``GB`` →
-    ``Britain (UK)``); None for an unknown code."""
-    return _country_names().get(code.upper())
