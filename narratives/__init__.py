@@ -6,6 +6,7 @@ templates in ``NARRATIVES_DIR`` and third-party plugin templates can use the sam
     {{ report.equation_of_time_minutes|signed_duration }}   +3 min 12 s
     {{ report.total_difference_minutes|duration }}          2 h 52 min 18 s
     {{ report.civil.utc_offset|offset }}                    +05:45  (+00:09:21 for local mean time)
+    UTC+02:00{{ report.civil.abbreviation|zone_abbreviation }}   UTC+02:00 (CEST)  (nothing for "+05")
     {{ report.true_solar|hms }}                             11:37:42
     {{ report.civil.local|clock }}                          14:30  (14:30:05 when seconds are set)
     {{ report.events.solar_noon|hm }}                       13:05
@@ -116,6 +117,11 @@ def long_date(value: dt.date) -> str:
     return f"{value.day} {_MONTHS[value.month - 1]} {value.year}"
 
 
+def zone_abbreviation(value: str | None) -> str:
+    """" (CEST)" to follow an offset when tzdata names it; nothing for a numeric one ("+05") or none."""
+    return f" ({value})" if value and value[:1].isalpha() else ""
+
+
 def paragraph(text: str) -> str:
     """Join a template's lines into one paragraph: templates stay readable, the text flows."""
     return " ".join(text.split())
@@ -134,4 +140,5 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "compass": compass,
     "long_date": long_date,
     "paragraph": paragraph,
+    "zone_abbreviation": zone_abbreviation,
 }

@@ -10,5 +10,6 @@ from solarserv.models import Report
 @hookimpl
 def solarserv_historical_context(report: Report) -> HistoricalContext:
     history = zone_history(report.civil.zone)
-    return HistoricalContext(Narrative("historical_context.txt.j2", {"history": history}),
+    record = Narrative("zone_record.txt.j2", {"history": history}, shared=True)
+    return HistoricalContext(Narrative("historical_context.txt.j2", {"history": history, "record": record}),
                              found=history.found)

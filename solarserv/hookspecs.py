@@ -29,11 +29,18 @@ hookimpl = pluggy.HookimplMarker("solarserv")
 class Narrative:
     """Text to render: a template name in the narratives environment and the values it uses.
 
-    The template also sees ``report`` (the finished Report) without it being passed here.
+    The template also sees ``report`` (the finished Report) without it being passed here. A value that
+    is itself a Narrative is rendered first and passed as its text.
+
+    ``shared=True`` declares that the text follows from the values alone, whatever the report: the
+    template then sees only its values (no ``report``), and the narrator renders each distinct set of
+    values once and reuses the text (the values must be hashable). The built-in historical context uses
+    it for the zone's record, the same on every request in that zone.
     """
 
     template: str
     values: Mapping[str, Any] = field(default_factory=dict)
+    shared: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,12 @@ loses only its own contribution, which is logged and noted in the validation tex
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -36,6 +37,10 @@ BUILTIN_PLUGINS = (
     "plugins.validation",
     "plugins.share",
 )
+
+
+# Distinct shared texts kept (hookspecs.Narrative): the built-ins need one per time zone (~600).
+SHARED_TEXTS = 4096
 
 
 class PluginConflict(RuntimeError):
@@ -71,6 +76,8 @@ class Narrator:
         # Implementations looked up once: the hot path does not walk pluggy's registry per request.
         self._impls = {name: tuple(getattr(manager.hook, name).get_hookimpls())
                        for name in (*hookspecs.EXCLUSIVE_BLOCKS, "solarserv_validation_checks")}
+        # Texts of shared Narratives by (template, values); bounded, as a plugin's values may vary freely.
+        self._shared_text = functools.lru_cache(maxsize=SHARED_TEXTS)(self._render_shared)
 
     @classmethod
     def build(cls, settings: Any, *, third_party: bool = True) -> Narrator:
@@ -157,8 +164,18 @@ class Narrator:
                 yield _Contribution(impl.plugin_name, value)
 
     def _render(self, narrative: Narrative, report: Report) -> str:
+        if narrative.shared or report is None:  # inside a shared text, everything follows from the values
+            return self._shared_text(narrative.template, tuple(narrative.values.items()))
         template = self.templates.get_template(narrative.template)
-        return template.render(report=report, **narrative.values).strip()
+        return template.render(report=report, **self._resolved(narrative.values, report)).strip()
+
+    def _render_shared(self, template: str, values: tuple[tuple[str, Any], ...]) -> str:
+        return self.templates.get_template(template).render(**self._resolved(dict(values), None)).strip()
+
+    def _resolved(self, values: Mapping[str, Any], report: Report | None) -> dict[str, Any]:
+        """The values with each nested Narrative replaced by its text."""
+        return {name: self._render(value, report) if isinstance(value, Narrative) else value
+                for name, value in values.items()}
 
 
 def _environment(template_dirs: list[Path]) -> jinja2.Environment:

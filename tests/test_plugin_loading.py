@@ -14,6 +14,7 @@ from reports import report_at
 
 from narratives import hms
 from solarserv import config
+from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict, PluginLoadError
 from solarserv.timefmt import round_to_second
 
@@ -171,6 +172,37 @@ def test_a_plugin_can_ship_templates_that_narratives_dir_still_overrides(tmp_pat
     write(tmp_path / "operator", "summary.txt.j2", "The operator's summary.\n")
     narrator = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / "operator"))
     assert narrator.narrate(report).summary == "The operator's summary."
+
+
+def test_an_override_of_the_zone_record_changes_the_historical_context(tmp_path, report, builtin_texts):
+    write(tmp_path, "zone_record.txt.j2", "Record of {{ history.record_of }}.\n")
+    history = build(NARRATIVES_DIR=str(tmp_path)).narrate(report).historical_context
+    assert history.startswith("Record of Europe/Paris. On 14 July 2026 the clocks showed summer time (CEST)")
+    assert history.endswith(builtin_texts.historical_context.split(" On 14 July 2026 ")[1])
+
+
+def test_a_shared_narrative_sees_only_its_values_and_renders_once_per_values(tmp_path, monkeypatch):
+    write(tmp_path, "counted.txt.j2", "{{ word }}: report {{ 'seen' if report is defined else 'unseen' }}")
+    write(tmp_path, "summary.txt.j2", "{{ shared }} / {{ report.civil.zone }}")
+
+    @hookimpl
+    def solarserv_summary(report):
+        shared = Narrative("counted.txt.j2", {"word": report.civil.zone.split("/")[0]}, shared=True)
+        return Narrative("summary.txt.j2", {"shared": shared})
+
+    # In place of the built-in summary (a block has one writer): registered from the module as usual.
+    monkeypatch.setattr(importlib.import_module("plugins.summary"), "solarserv_summary", solarserv_summary)
+    narrator = Narrator.build(config.load(environ={"NARRATIVES_DIR": str(tmp_path)}), third_party=False)
+    rendered = []
+    original = narrator.templates.get_template
+    monkeypatch.setattr(narrator.templates, "get_template",
+                        lambda name: rendered.append(name) or original(name))
+    summaries = [narrator.narrate(report_at(*where)).summary for where in (
+        ("Paris", "2026-07-14", "14:30"), ("Madrid", "2026-01-02", "09:00"), ("Kashgar", "2026-07-14", "14:30"))]
+    assert summaries == ["Europe: report unseen / Europe/Paris", "Europe: report unseen / Europe/Madrid",
+                         "Asia: report unseen / Asia/Shanghai"]
+    assert rendered.count("counted.txt.j2") == 2  # "Europe" once, "Asia" once
+    assert rendered.count("summary.txt.j2") == 3
 
 
 def test_a_broken_override_template_stops_start_up_naming_it(tmp_path):

@@ -155,6 +155,11 @@ class ZoneHistory:
     offset_changes: tuple[OffsetChange, ...]  # every later change of the standard offset
     summer_time: tuple[SummerTimeRun, ...]
 
+    def __hash__(self) -> int:
+        # The zone and the tzdata release determine everything else; hashing every period instead would
+        # cost more than rendering the text this history is a cache key for (hookspecs.Narrative shared).
+        return hash((self.zone, self.tzdata_version))
+
     @property
     def found(self) -> bool:
         """tzdata records at least one change of the zone's clocks."""
