@@ -6,6 +6,7 @@ All frozen: plugins receive a finished ``Report`` and can read it but not change
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -132,11 +133,12 @@ class Report:
     def dst_minutes(self) -> float:
         return self.civil.dst_offset.total_seconds() / 60
 
-    @property
+    # Cached: the result, every text and every check read these (a frozen dataclass still has a __dict__).
+    @functools.cached_property
     def total_difference_minutes(self) -> float:
         return self.equation_of_time_minutes + self.longitude_correction_minutes - self.dst_minutes
 
-    @property
+    @functools.cached_property
     def true_solar(self) -> dt.datetime:
         """The sundial's reading on the civil calendar (naive): civil date-time + total difference."""
         return self.civil.local + dt.timedelta(minutes=self.total_difference_minutes)
