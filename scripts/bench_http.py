@@ -15,6 +15,11 @@ else an asyncio client in this process. No two coordinate-mode requests ask for 
 cache of places or answers hides work; dates come from a pool of 240 (the engine's per-day fits are
 meant to be reused), and one scenario gives every request a date never asked before. A sample of the
 requests is checked for a 200 first, and every non-2xx answer under load is counted and shown.
+
+The hello-world server also answers POST /canned-json with a stored solarserv result: a reference that
+does only what any JSON API must (parse the request, decode its JSON body, encode and write a result of
+the same size), so the table shows how much of the gap to hello-world is HTTP and JSON and how much is
+solarserv's own work.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from solarserv import config
 
 ROOT = Path(__file__).resolve().parent.parent
 API_PATH = "/api/v1/solar-time"
+CANNED_JSON_PATH = "/canned-json"  # the hello-world server's reference for HTTP + JSON work (CannedJsonHandler)
 # Closed-loop load: a server process always has the next request waiting once there are two or more
 # connections per process; measured here, throughput stays flat from 2 to 32 connections (hello-world
 # and the API alike) while latency grows with each one added (every connection waits its turn). 8 keeps
@@ -140,6 +146,14 @@ def as_posts(queries: Sequence[dict[str, Any]]) -> list[Request]:
 
 def as_gets(queries: Sequence[dict[str, Any]]) -> list[Request]:
     return [Request("GET", f"{API_PATH}?{urllib.parse.urlencode(query)}") for query in queries]
+
+
+def fetch_answer(base_url: str, request: Request) -> bytes:
+    with _connection(base_url) as connection:
+        status, body = _fetch(connection, request)
+    if status != 200:
+        raise SystemExit(f"{request.method} {request.path} {request.body} answered {status}: {body[:300]!r}")
+    return body
 
 
 def check_answers(base_url: str, requests: Sequence[Request]) -> None:
@@ -252,8 +266,9 @@ def solarserv_command(processes: int) -> list[str]:
     return [sys.executable, "-m", "solarserv", "serve", "--port", "0", "--processes", str(processes)]
 
 
-def hello_world_command(processes: int) -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve()), "hello-world", "--processes", str(processes)]
+def hello_world_command(processes: int, canned_answer: Path | None = None) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "hello-world", "--processes", str(processes),
+            *(["--canned-answer", str(canned_answer)] if canned_answer else [])]
 
 
 def solarserv_environment(data_dir: Path, redis_url: str | None = None) -> dict[str, str]:
@@ -494,12 +509,20 @@ def run_benchmark(bench: Bench) -> None:
     restart = start_up_seconds(solarserv_command(1), solarserv_environment(data_dir), log,
                                as_posts(coordinates[1:2]))
 
+    # One real answer, for the reference handler that does only the HTTP and JSON part of the work.
+    canned_answer = work_dir / "answer.json"
+    with running(solarserv_command(1), solarserv_environment(data_dir), log) as server:
+        canned_answer.write_bytes(fetch_answer(server.base_url, as_posts(coordinates[:1])[0]))
+    canned_posts = [dataclasses.replace(request, path=CANNED_JSON_PATH) for request in as_posts(coordinates)]
+
     rows: list[Row] = []
     memory: dict[str, list[float]] = {}
-    with running(hello_world_command(1), dict(os.environ), log) as server:
+    with running(hello_world_command(1, canned_answer), dict(os.environ), log) as server:
         hello_1 = bench.measure(server, hello)
         memory["hello-world"] = server.resident_mib()
+        canned_1 = bench.measure(server, canned_posts)
     rows.append(Row("hello-world (baseline)", 1, hello_1, hello_1))
+    rows.append(Row("reference: POST answered with a stored result (HTTP + JSON only)", 1, canned_1, hello_1))
     with running(solarserv_command(1), solarserv_environment(data_dir), log) as server:
         engine = server.health().get("ephemeris", "?")
         rows.append(Row("coordinates, GET", 1, bench.measure(server, as_gets(coordinates)), hello_1))
@@ -527,7 +550,8 @@ def run_benchmark(bench: Bench) -> None:
     ratio = goal.load.requests_per_second / goal.baseline.requests_per_second
     print(f"\nGoal: coordinates, POST at ≥ {GOAL_RATIO:.2f} × hello-world with p99 under {GOAL_P99_MS:g} ms: "
           f"{ratio:.2f} ×, p99 {goal.load.p99_ms:.1f} ms — "
-          f"{'met' if ratio >= GOAL_RATIO and goal.load.p99_ms < GOAL_P99_MS else 'not met'}")
+          f"{'met' if ratio >= GOAL_RATIO and goal.load.p99_ms < GOAL_P99_MS else 'not met'}; "
+          f"{goal.load.requests_per_second / canned_1.requests_per_second:.2f} × the stored-result reference")
     print("\n| start-up, seconds from spawning `solarserv serve` | to the ready line | to the first answer |")
     print("|---|---:|---:|")
     for what, (ready, answered) in (("first start, empty data dir (builds the gazetteer index)", first_start),
@@ -650,7 +674,20 @@ class HelloWorldHandler(tornado.web.RequestHandler):
         self.write("Hello, world")
 
 
-def serve_hello_world(processes: int) -> None:
+class CannedJsonHandler(tornado.web.RequestHandler):
+    """The HTTP and JSON work of an API request without the API: decode the posted JSON, answer with a
+    stored solarserv result (same size and shape, encoded the way solarserv encodes it)."""
+
+    def initialize(self, answer: Any) -> None:
+        self.answer = answer
+
+    def post(self) -> None:
+        json.loads(self.request.body)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps(self.answer, ensure_ascii=False))
+
+
+def serve_hello_world(processes: int, canned_answer: Path | None = None) -> None:
     sockets = tornado.netutil.bind_sockets(0, "127.0.0.1", reuse_port=processes > 1)
     port = sockets[0].getsockname()[1]
     if processes > 1 and tornado.process.fork_processes(processes) > 0:
@@ -661,7 +698,11 @@ def serve_hello_world(processes: int) -> None:
         sockets = tornado.netutil.bind_sockets(port, "127.0.0.1", reuse_port=True)
 
     async def serve() -> None:
-        server = tornado.httpserver.HTTPServer(tornado.web.Application([(r"/", HelloWorldHandler)]))
+        routes: list[Any] = [(r"/", HelloWorldHandler)]
+        if canned_answer:
+            routes.append((CANNED_JSON_PATH, CannedJsonHandler,
+                           {"answer": json.loads(canned_answer.read_text(encoding="utf-8"))}))
+        server = tornado.httpserver.HTTPServer(tornado.web.Application(routes))
         server.add_sockets(sockets)
         sys.stdout.write(f"hello-world ready at http://127.0.0.1:{port}/\n")  # one write: workers share stdout
         sys.stdout.flush()
@@ -685,9 +726,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command")
     hello = commands.add_parser("hello-world", help="serve the baseline handler (the benchmark starts it)")
     hello.add_argument("--processes", type=int, default=1)
+    hello.add_argument("--canned-answer", type=Path, help=f"a result JSON file to answer POST {CANNED_JSON_PATH} with")
     args = parser.parse_args(argv)
     if args.command == "hello-world":
-        serve_hello_world(args.processes)
+        serve_hello_world(args.processes, args.canned_answer)
         return 0
 
     client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "asyncio")
