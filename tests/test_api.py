@@ -63,6 +63,8 @@ async def test_get_alias_gives_the_identical_result(api):
     by_post, by_get = await post(api, PARIS_SUMMER), await get(api, PARIS_SUMMER)
     assert by_get.status == 200
     assert by_get.json() == by_post.json()
+    # Answers are not to be cached, so no ETag either (it would cost a hash of every GET's body).
+    assert by_get.headers["Cache-Control"] == "no-store" and "Etag" not in by_get.headers
 
 
 async def test_share_url_reproduces_the_result(api):

@@ -61,6 +61,10 @@ class ApiHandler(BaseHandler):
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         self.set_header("Cache-Control", "no-store")
 
+    def compute_etag(self) -> None:
+        """No ETag: answers are no-store, so hashing each GET's body for one would be work for nothing."""
+        return None
+
     def write_json(self, payload: Any, status: int = 200) -> None:
         self.set_status(status)
         self.finish(json.dumps(payload, ensure_ascii=False))
