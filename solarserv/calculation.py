@@ -6,7 +6,6 @@ Pure: no I/O, no HTTP. The engine gives the Sun; this module adds the civil-time
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 
 from solarserv import civil as civil_time
@@ -53,12 +52,6 @@ def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine
 
 
 def _events(location: Location, civil: CivilInstant, engine: SunEngine) -> SolarEvents:
+    """The solar day of the civil date, its events in local civil time."""
     start, end = civil_time.day_bounds_utc(civil.local.date(), civil.zone)
-    in_utc = solar_events(engine, start, end, location.latitude, location.longitude)
-    zone = zone_info(civil.zone)
-
-    def local(instant: dt.datetime | None) -> dt.datetime | None:
-        return instant.astimezone(zone) if instant else None
-
-    return dataclasses.replace(in_utc, sunrise=local(in_utc.sunrise), solar_noon=local(in_utc.solar_noon),
-                               sunset=local(in_utc.sunset))
+    return solar_events(engine, start, end, location.latitude, location.longitude, zone_info(civil.zone))

@@ -28,6 +28,7 @@ from solarserv.timefmt import format_offset
 _ZERO = dt.timedelta(0)
 _ONE_HOUR = dt.timedelta(hours=1)
 _UTC = dt.UTC
+_MIDNIGHT, _MIDNIGHT_SECOND_FOLD = dt.time(), dt.time(fold=1)
 
 
 def _clock(moment: dt.datetime) -> str:
@@ -231,11 +232,13 @@ def resolve(date: dt.date, local_time: dt.time, zone_name: str) -> CivilInstant:
 
 def _start_of_day(date: dt.date, tz: ZoneInfo) -> dt.datetime:
     """The first UTC instant at which the clocks showed ``date``."""
-    midnight = dt.datetime.combine(date, dt.time())
-    gap = _gap_at(midnight, tz)
-    if gap is not None:  # the clocks jumped over midnight: the day began with the jump
-        return gap.transition
-    return midnight.replace(tzinfo=tz).astimezone(_UTC)  # fold=0: the first midnight if repeated
+    # _gap_at's test, on datetimes built by combine() rather than replace(tzinfo=…, fold=…), which costs
+    # about a microsecond a call: every request asks for the starts of two days.
+    midnight = dt.datetime.combine(date, _MIDNIGHT, tz)  # fold=0: the first midnight if repeated
+    if midnight.utcoffset() < dt.datetime.combine(date, _MIDNIGHT_SECOND_FOLD, tz).utcoffset():
+        # the clocks jumped over midnight: the day began with the jump
+        return _gap_at(midnight.replace(tzinfo=None), tz).transition
+    return midnight.astimezone(_UTC)
 
 
 def day_bounds_utc(date: dt.date, zone_name: str) -> tuple[dt.datetime, dt.datetime]:

@@ -9,6 +9,7 @@ the same thing. To compare one physical instant, SPA gets a time stamp equal to 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,6 +163,18 @@ def test_position_matches_spa(case: Case):
     # (geometric −0.833°) and skyfield's (−1°) only skyfield refracts, so elevations differ there.
     if not -1 <= spa.geometric_elevation < SPA_REFRACTION_CUTOFF:
         assert sun.elevation == pytest.approx(spa.apparent_elevation, abs=0.01)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.label)
+def test_hour_angle_and_declination_are_sun_states(case: Case):
+    # The cheap method the event search calls is the geocentric part of sun_state, from a Unix time.
+    sun = ENGINE.sun_state(case.instant, case.latitude, case.longitude)
+    hour_angle, declination = ENGINE.hour_angle_and_declination(case.instant.timestamp(), case.longitude)
+    assert -math.pi <= hour_angle <= math.pi
+    assert signed_seconds(hour_angle / reference.RADIANS_PER_SECOND + 43200 - sun.true_solar_seconds) == (
+        pytest.approx(0, abs=1e-5)
+    )
+    assert math.degrees(declination) == pytest.approx(sun.declination, abs=1e-10)
 
 
 def test_cases_cover_day_night_and_the_horizon():

@@ -29,6 +29,10 @@ Julian date), the apparent position within 4e-7° on the sky (the azimuth differ
 1/cos(elevation) toward the zenith). tests/test_solar_fast.py holds the bounds of the issue: 0.01 s and
 0.0005° in azimuth and elevation (elevation above −1°).
 
+``hour_angle_and_declination`` (what the search for sunrise, noon and sunset asks, six times a request)
+is the first part alone: the day's polynomials and the longitude, under a microsecond a call; ``sun_state``
+adds the topocentric part, about 3 µs.
+
 Fits live in a least-recently-used cache of days (``functools.lru_cache``, documented thread-safe; two
 threads missing the same day may both compute it, which is harmless). A missing day costs one vectorised
 skyfield evaluation, about 1.5 ms (scripts/bench calc).
@@ -54,6 +58,7 @@ from solarserv.solar.ephemeris import (
     timescale,
 )
 from solarserv.solar.reference import (
+    RADIANS_PER_SECOND,
     SECONDS_PER_DAY,
     STANDARD_PRESSURE_MBAR,
     STANDARD_TEMPERATURE_C,
@@ -65,7 +70,6 @@ CACHED_DAYS = 4096  # about 11 years of days, a few MB; a year's daily curve fit
 
 _UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _HALF_DAY_SECONDS = SECONDS_PER_DAY / 2
-_RADIANS_PER_SECOND = 2 * math.pi / SECONDS_PER_DAY  # of hour angle
 
 # The observer on the WGS84 ellipsoid, as skyfield's ``Geoid.latlon`` places it.
 _EQUATORIAL_RADIUS_AU = wgs84.radius.au
@@ -93,27 +97,18 @@ class FastEngine:
 
     def __init__(self, cached_days: int = CACHED_DAYS) -> None:
         # The rule takes UT1 − UTC from the IERS table up to and including its last instant, 0h UTC of a
-        # day whose other instants get UT1 = UTC: that one instant is evaluated as the end of the day before.
+        # day whose other instants get UT1 = UTC: ``_geocentric`` evaluates that one instant as the end
+        # of the day before.
         self._table_end_day = (iers_table_coverage()[1] - _UNIX_EPOCH).days
         self._day_fit = functools.lru_cache(maxsize=cached_days)(_fit_day)
 
     def sun_state(self, instant: dt.datetime, latitude: float, longitude: float) -> SunState:
         since_epoch = instant - _UNIX_EPOCH
-        day = since_epoch.days
         utc_seconds = since_epoch.seconds + since_epoch.microseconds * 1e-6
-        if utc_seconds == 0 and day == self._table_end_day:
-            day, utc_seconds = day - 1, SECONDS_PER_DAY
-
-        u = utc_seconds / _HALF_DAY_SECONDS - 1.0
-        eot = declination = distance = 0.0
-        for eot_coefficient, declination_coefficient, distance_coefficient in self._day_fit(day):
-            eot = eot * u + eot_coefficient
-            declination = declination * u + declination_coefficient
-            distance = distance * u + distance_coefficient
-
+        eot, declination, distance = self._geocentric(since_epoch.days, utc_seconds)
         solar_seconds = utc_seconds + longitude * 240.0 + eot  # 24 h / 360° = 240 s per degree
         azimuth, elevation = _topocentric_azimuth_elevation(
-            (solar_seconds - _HALF_DAY_SECONDS) * _RADIANS_PER_SECOND, declination, distance, latitude
+            (solar_seconds - _HALF_DAY_SECONDS) * RADIANS_PER_SECOND, declination, distance, latitude
         )
         return SunState(
             true_solar_seconds=seconds_of_day(solar_seconds),
@@ -122,6 +117,25 @@ class FastEngine:
             azimuth=azimuth,
             elevation=elevation,
         )
+
+    def hour_angle_and_declination(self, unix_seconds: float, longitude: float) -> tuple[float, float]:
+        day, utc_seconds = divmod(unix_seconds, SECONDS_PER_DAY)
+        eot, declination, _ = self._geocentric(int(day), utc_seconds)
+        solar_seconds = utc_seconds + longitude * 240.0 + eot
+        return math.remainder(solar_seconds - _HALF_DAY_SECONDS, SECONDS_PER_DAY) * RADIANS_PER_SECOND, declination
+
+    def _geocentric(self, day: int, utc_seconds: float) -> tuple[float, float, float]:
+        """Equation of time (s), apparent declination (radians) and distance (au) at ``utc_seconds`` into
+        UTC day number ``day``, from the day's fit (Horner's rule on each polynomial)."""
+        if utc_seconds == 0 and day == self._table_end_day:
+            day, utc_seconds = day - 1, SECONDS_PER_DAY
+        u = utc_seconds / _HALF_DAY_SECONDS - 1.0
+        eot = declination = distance = 0.0
+        for eot_coefficient, declination_coefficient, distance_coefficient in self._day_fit(day):
+            eot = eot * u + eot_coefficient
+            declination = declination * u + declination_coefficient
+            distance = distance * u + distance_coefficient
+        return eot, declination, distance
 
 
 def _topocentric_azimuth_elevation(

@@ -28,11 +28,13 @@ from typing import Any, NamedTuple
 
 from skyfield.api import wgs84
 from skyfield.timelib import Time
+from skyfield.units import Angle
 
 from solarserv.models import SunState
 from solarserv.solar.ephemeris import EPHEMERIS_NAME, ephemeris, skyfield_time
 
 SECONDS_PER_DAY = 86400.0
+RADIANS_PER_SECOND = 2 * math.pi / SECONDS_PER_DAY  # of hour angle, at the rate of true solar time
 STANDARD_TEMPERATURE_C = 10.0
 STANDARD_PRESSURE_MBAR = 1010.0
 
@@ -56,7 +58,8 @@ def utc_seconds_of_day(instant: dt.datetime) -> float:
 
 
 class SkyfieldEngine:
-    """``SunEngine`` computing every call from scratch with skyfield (about 2 ms per call)."""
+    """``SunEngine`` computing every call from scratch with skyfield (about 2 ms per call; 1 ms for
+    ``hour_angle_and_declination``, which skips the observer's apparent position)."""
 
     name = f"{EPHEMERIS_NAME} via skyfield"
 
@@ -70,6 +73,12 @@ class SkyfieldEngine:
             elevation=float(sun.elevation),
         )
 
+    def hour_angle_and_declination(self, unix_seconds: float, longitude: float) -> tuple[float, float]:
+        instant = dt.datetime.fromtimestamp(unix_seconds, dt.UTC)  # to the microsecond
+        hour_angle_hours, declination = _geocentric_hour_angle_and_declination(skyfield_time(instant), longitude)
+        hour_angle_seconds = math.remainder(float(hour_angle_hours) * 3600, SECONDS_PER_DAY)
+        return hour_angle_seconds * RADIANS_PER_SECOND, float(declination.radians)
+
 
 class ApparentSun(NamedTuple):
     true_solar_seconds: Any  # not yet wrapped into one day
@@ -82,20 +91,24 @@ class ApparentSun(NamedTuple):
 def apparent_sun(t: Time, latitude: Any, longitude: Any, utc_seconds: Any) -> ApparentSun:
     """The reference computation, on one instant or on skyfield/numpy arrays of them (the fast engine's
     accuracy test runs it on arrays): degrees, seconds; ``utc_seconds`` is UTC's seconds of day."""
-    bodies = ephemeris()
-    earth, sun = bodies["earth"], bodies["sun"]
-
-    right_ascension, declination, _ = earth.at(t).observe(sun).apparent().radec(epoch="date")
-    hour_angle_hours = t.gast + longitude / 15 - right_ascension.hours
+    hour_angle_hours, declination = _geocentric_hour_angle_and_declination(t, longitude)
     true_solar_seconds = (hour_angle_hours + 12) * 3600
     local_mean_seconds = utc_seconds + longitude * 240  # 24 h / 360° = 240 s per degree
 
-    observer = earth + wgs84.latlon(latitude, longitude)
+    bodies = ephemeris()
+    observer = bodies["earth"] + wgs84.latlon(latitude, longitude)
     elevation, azimuth, _ = (
         observer.at(t)
-        .observe(sun)
+        .observe(bodies["sun"])
         .apparent()
         .altaz(temperature_C=STANDARD_TEMPERATURE_C, pressure_mbar=STANDARD_PRESSURE_MBAR)
     )
     return ApparentSun(true_solar_seconds, true_solar_seconds - local_mean_seconds, declination.degrees,
                        azimuth.degrees, elevation.degrees)
+
+
+def _geocentric_hour_angle_and_declination(t: Time, longitude: Any) -> tuple[Any, Angle]:
+    """The Sun's local apparent hour angle (hours, not wrapped) and apparent geocentric declination."""
+    bodies = ephemeris()
+    right_ascension, declination, _ = bodies["earth"].at(t).observe(bodies["sun"]).apparent().radec(epoch="date")
+    return t.gast + longitude / 15 - right_ascension.hours, declination
