@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import json
 import logging
 import math
@@ -49,6 +50,7 @@ SCHEMA_VERSION = 1
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
 EARTH_RADIUS_KM = 6371.0
+PLACES_KEPT = 4096  # Places (a few hundred bytes each) kept by Gazetteer.place
 KM_PER_DEGREE = 111.195  # on a sphere of radius EARTH_RADIUS_KM
 
 
@@ -262,6 +264,8 @@ class Gazetteer:
         # Python's sqlite3 is built serialized (threadsafety 3), so one connection serves every thread.
         self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
         self._suggestion_names: dict[str, str] | None = None
+        # Reverse geocoding names the same towns again and again (every point inside Paris is Paris).
+        self.place = functools.lru_cache(maxsize=PLACES_KEPT)(self._read_place)
 
     def close(self) -> None:
         self._db.close()
@@ -299,8 +303,9 @@ class Gazetteer:
                 nearby.append(Nearby(place, distance, bearing))
         return sorted(nearby, key=lambda n: n.distance_km)[:nearest]
 
-    def place(self, place_id: int) -> Place:
-        """One place by its id (a primary-key read: a few µs)."""
+    def _read_place(self, place_id: int) -> Place:
+        """One place by its id (a primary-key read: a few µs); `place` is this, remembering the last
+        PLACES_KEPT."""
         row = self._db.execute(f"SELECT {_PLACE_COLUMNS} FROM places p WHERE p.id = ?", (place_id,)).fetchone()
         return _place(row)
 
