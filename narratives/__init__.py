@@ -25,6 +25,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+# How times, offsets and coordinates are written is shared with the result JSON (solarserv.timefmt);
+# the filter names are the ones templates use.
+from solarserv.timefmt import format_clock as clock
+from solarserv.timefmt import format_hm as hm
+from solarserv.timefmt import format_hms as hms
+from solarserv.timefmt import format_latitude as latitude
+from solarserv.timefmt import format_longitude as longitude
 from solarserv.timefmt import format_offset
 
 # English names, independent of the process locale (strftime's %B is not).
@@ -33,41 +40,9 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 _COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
 
 
-def _seconds_of_day(value: dt.datetime | dt.time | float) -> float:
-    """Seconds since midnight of a date-time's or time's clock reading (a number is taken as is)."""
-    if isinstance(value, dt.datetime):
-        value = value.time()
-    if isinstance(value, dt.time):
-        return value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
-    return value
-
-
-def _nearest(number: float) -> int:
-    """Round half up, as round_to_second does (round() would round 0.5 to the even neighbour)."""
-    return math.floor(number + 0.5)
-
-
-def hms(value: dt.datetime | dt.time | float) -> str:
-    """HH:MM:SS to the nearest second, from a date-time, a time or seconds since midnight."""
-    hours, rest = divmod(_nearest(_seconds_of_day(value)) % 86400, 3600)
-    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
-
-
-def hm(value: dt.datetime | dt.time | float) -> str:
-    """HH:MM to the nearest minute."""
-    minutes = _nearest(_seconds_of_day(value) / 60) % 1440
-    return f"{minutes // 60:02d}:{minutes % 60:02d}"
-
-
-def clock(value: dt.datetime | dt.time | float) -> str:
-    """A clock reading as people write it: HH:MM, or HH:MM:SS when the seconds are not zero."""
-    text = hms(value)
-    return text[:5] if text.endswith(":00") else text
-
-
 def duration(minutes: float) -> str:
     """The size of a time difference: "2 h 52 min 18 s", "45 s", "1 h" (sign dropped, nearest second)."""
-    hours, rest = divmod(_nearest(abs(minutes) * 60), 3600)
+    hours, rest = divmod(math.floor(abs(minutes) * 60 + 0.5), 3600)  # half up, as times are
     parts = [f"{hours} h" if hours else "", f"{rest // 60} min" if rest // 60 else "",
              f"{rest % 60} s" if rest % 60 else ""]
     return " ".join(part for part in parts if part) or "0 s"
@@ -81,30 +56,9 @@ def signed_duration(minutes: float) -> str:
     return ("-" if minutes < 0 else "+") + text
 
 
-def _trimmed(number: float, digits: int) -> str:
-    text = f"{number:.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 def degrees(value: float, digits: int = 1) -> str:
     """An angle with its sign: "52.3°", "-12.4°"."""
     return f"{value:.{digits}f}°"
-
-
-def latitude(value: float, digits: int = 4) -> str:
-    """"48.8566°N", "33.8688°S", "0°"."""
-    text = _trimmed(abs(value), digits)
-    if float(text) == 0:
-        return "0°"
-    return f"{text}°{'N' if value > 0 else 'S'}"
-
-
-def longitude(value: float, digits: int = 4) -> str:
-    """"2.3522°E", "157.4°W", "120°E"; the prime meridian and 180° take no letter."""
-    text = _trimmed(abs(value), digits)
-    if float(text) in (0, 180):
-        return f"{text}°"
-    return f"{text}°{'E' if value > 0 else 'W'}"
 
 
 def compass(azimuth: float) -> str:

@@ -11,10 +11,10 @@ import datetime as dt
 import math
 from collections.abc import Callable
 
-from narratives import degrees, duration, hm, hms, long_date, longitude, signed_duration
+from narratives import degrees, duration, long_date, signed_duration
 from solarserv.hookspecs import Check, hookimpl
 from solarserv.models import Report
-from solarserv.timefmt import format_offset
+from solarserv.timefmt import format_hm, format_hms, format_longitude, format_offset
 
 SECONDS_PER_DAY = 86400
 NOON_SECONDS = 43200  # true solar time at solar noon
@@ -44,7 +44,7 @@ def utc_offset_is_consistent(report: Report) -> Check:
     parts_add_up = (civil.standard_offset + civil.dst_offset == civil.utc_offset
                     and civil.dst_offset >= dt.timedelta(0))
     return Check(clock_matches and parts_add_up,
-                 f"local time {hms(civil.local)} = UTC {hms(utc)} {format_offset(civil.utc_offset)}, "
+                 f"local time {format_hms(civil.local)} = UTC {format_hms(utc)} {format_offset(civil.utc_offset)}, "
                  "which is "
                  f"standard time UTC{format_offset(civil.standard_offset)} + summer time "
                  f"{duration(report.dst_minutes)}")
@@ -69,8 +69,8 @@ def longitude_correction_matches_meridian(report: Report) -> Check:
     distance_ok = abs(distance) <= 180 and abs(math.remainder(
         distance - (report.location.longitude - meridian), 360)) < 1e-6
     text = (f"longitude correction {signed_duration(correction)} = {MINUTES_PER_DEGREE} min/° × "
-            f"{abs(distance):.4f}° {'east' if distance >= 0 else 'west'} of the standard meridian "
-            f"{longitude(meridian)} (15° × UTC{format_offset(civil.standard_offset)})")
+            f"{degrees(abs(distance), 4)} {'east' if distance >= 0 else 'west'} of the standard meridian "
+            f"{format_longitude(meridian)} (15° × UTC{format_offset(civil.standard_offset)})")
     if abs(correction) > FAR_FROM_MERIDIAN_MINUTES:
         text += ("; note: more than an hour, because the zone's clocks are set for a meridian far from "
                  "here, so the Sun culminates far from 12:00 on the clock")
@@ -98,7 +98,7 @@ def true_solar_time_is_local_plus_total(report: Report) -> Check:
                                      SECONDS_PER_DAY)) < TRUE_SOLAR_TOLERANCE_SECONDS
     other_day = f" on {long_date(true_solar.date())}" if true_solar.date() != local.date() else ""
     return Check(matches_sun,
-                 f"true solar time {hms(true_solar)}{other_day} = local time {hms(local)} "
+                 f"true solar time {format_hms(true_solar)}{other_day} = local time {format_hms(local)} "
                  f"{signed_duration(report.total_difference_minutes)}, the reading of the Sun's hour angle")
 
 
@@ -120,8 +120,8 @@ def sun_matches_day_or_night(report: Report) -> Check | None:
         # year the midnight Sun begins (no sunset) or ends (no sunrise).
         daytime = ((events.sunrise is None or events.sunrise <= now)
                    and (events.sunset is None or now <= events.sunset))
-        span = (f"sunrise {hm(events.sunrise) if events.sunrise else 'none'} – "
-                f"sunset {hm(events.sunset) if events.sunset else 'none'}")
+        span = (f"sunrise {format_hm(events.sunrise) if events.sunrise else 'none'} – "
+                f"sunset {format_hm(events.sunset) if events.sunset else 'none'}")
         when = f"{'daytime' if daytime else 'night'}, {'inside' if daytime else 'outside'} {span}"
     low, high = HORIZON_BAND_DEGREES
     consistent = elevation > low if daytime else elevation < high
@@ -135,7 +135,7 @@ def solar_noon_at_twelve(report: Report) -> Check:
     error = abs(math.remainder(at_noon - NOON_SECONDS, SECONDS_PER_DAY))
     allowed = CLOCK_RESOLUTION_SECONDS + SOLAR_DAY_DRIFT_SECONDS_PER_DAY * abs(elapsed) / SECONDS_PER_DAY
     return Check(error <= allowed,
-                 f"solar noon at {hms(events.solar_noon)} clock time is 12:00 true solar time "
+                 f"solar noon at {format_hms(events.solar_noon)} clock time is 12:00 true solar time "
                  f"(carried from now: {error:.1f} s off, {allowed:.1f} s allowed)")
 
 

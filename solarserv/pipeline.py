@@ -17,9 +17,10 @@ from solarserv.geo.timezones import TimezoneLocator
 from solarserv.geo.zones import country_of_zone, has_zone
 from solarserv.models import Location, SolarQuery
 from solarserv.narration import Narrator
-from solarserv.result import equation_of_time_json, format_coordinates, result_json
+from solarserv.result import equation_of_time_json, result_json
 from solarserv.solar import SunEngine, curves
 from solarserv.solar.fast import FastEngine
+from solarserv.timefmt import format_coordinates
 
 
 class Pipeline:

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from solarserv.models import Report, SolarEvents
 from solarserv.narration import Texts
 from solarserv.solar import curves
-from solarserv.timefmt import format_offset, round_to_second
+from solarserv.timefmt import format_hms, format_offset, round_to_second
 
 MINUTES_DECIMALS = 4
 DEGREES_DECIMALS = 4
@@ -19,17 +19,18 @@ DEGREES_DECIMALS = 4
 def result_json(report: Report, texts: Texts) -> dict[str, Any]:
     civil, location = report.civil, report.location
     true_solar = round_to_second(report.true_solar)
+    local_time = format_hms(civil.local)
     share_params = urlencode({
         "date": report.query.date.isoformat(),
-        "local_time": civil.local.strftime("%H:%M:%S"),
+        "local_time": local_time,
         "latitude": repr(location.latitude),
         "longitude": repr(location.longitude),
     })
     return {
-        "true_solar_time": true_solar.strftime("%H:%M:%S"),
+        "true_solar_time": format_hms(true_solar),
         "true_solar_date": true_solar.date().isoformat(),
-        "local_time": civil.local.strftime("%H:%M:%S"),
-        "utc_time": civil.utc.strftime("%H:%M:%S"),
+        "local_time": local_time,
+        "utc_time": format_hms(civil.utc),
         "utc_date": civil.utc.date().isoformat(),
         "utc_offset": format_offset(civil.utc_offset, "minute"),
         "timezone": civil.zone,
@@ -70,7 +71,7 @@ def result_json(report: Report, texts: Texts) -> dict[str, Any]:
 def equation_of_time_json(year: int, days: Iterable[tuple[dt.date, float]], ephemeris: str) -> dict[str, Any]:
     return {
         "year": year,
-        "utc_time": curves.SAMPLE_TIME_UTC.strftime("%H:%M:%S"),
+        "utc_time": format_hms(curves.SAMPLE_TIME_UTC),
         "ephemeris": ephemeris,
         "days": [{"date": date.isoformat(), "equation_of_time_minutes": round(minutes, MINUTES_DECIMALS)}
                  for date, minutes in days],
@@ -91,9 +92,3 @@ def events_json(events: SolarEvents) -> dict[str, Any]:
         "sunset": local(events.sunset),
         "day_length_minutes": None if length is None else round(length, 2),
     }
-
-
-def format_coordinates(latitude: float, longitude: float) -> str:
-    """48.8566°N, 2.3522°E"""
-    return (f"{abs(latitude):.4f}°{'N' if latitude >= 0 else 'S'}, "
-            f"{abs(longitude):.4f}°{'E' if longitude >= 0 else 'W'}")

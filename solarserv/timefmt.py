@@ -1,4 +1,10 @@
-"""How times and offsets are written, in the result JSON and in the texts alike."""
+"""How times, UTC offsets and coordinates are written, in the result JSON and in the texts alike.
+
+The result JSON (solarserv.result) calls these functions; the texts reach the same functions as Jinja
+filters (narratives.FILTERS: ``hms``, ``hm``, ``clock``, ``offset``, ``latitude``, ``longitude``), so a
+time or a point reads the same wherever it appears. Times and offsets round half up: round() would send
+half a second to the even neighbour, and a clock reading should not depend on that.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,57 @@ import datetime as dt
 import math
 from typing import Literal
 
+SECONDS_PER_DAY = 86400
+# Both carry hour, minute, second and microsecond: what a clock reading is made of.
+_CLOCK_READINGS = (dt.datetime, dt.time)
+# Four decimals of a degree are at most 11 m on the ground, and in longitude 0.02 s of solar time:
+# finer than anything a sundial or a town's name can tell apart.
+COORDINATE_DECIMALS = 4
+
 
 def round_to_second(moment: dt.datetime) -> dt.datetime:
     """The nearest whole second (23:59:59.6 becomes 00:00:00 of the next day)."""
     return (moment + dt.timedelta(microseconds=500_000)).replace(microsecond=0)
 
 
+def format_hms(value: dt.datetime | dt.time | float) -> str:
+    """HH:MM:SS to the nearest second, from a date-time, a time or seconds since midnight.
+
+    Wraps at midnight (23:59:59.6 → "00:00:00"): a caller that shows the date rounds it with
+    round_to_second, which rounds the same way.
+    """
+    if isinstance(value, _CLOCK_READINGS):
+        # Whole-number arithmetic: this runs several times per request.
+        seconds = value.hour * 3600 + value.minute * 60 + value.second + (value.microsecond >= 500_000)
+    else:
+        seconds = math.floor(value + 0.5)
+    seconds %= SECONDS_PER_DAY
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def format_hm(value: dt.datetime | dt.time | float) -> str:
+    """HH:MM to the nearest minute, rounded once from the exact time (13:04:29.6 → "13:04")."""
+    minutes = math.floor(_seconds_of_day(value) / 60 + 0.5) % 1440
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def format_clock(value: dt.datetime | dt.time | float) -> str:
+    """A clock reading as people write it: HH:MM, or HH:MM:SS when the seconds are not zero."""
+    text = format_hms(value)
+    return text[:5] if text.endswith(":00") else text
+
+
+def _seconds_of_day(value: dt.datetime | dt.time | float) -> float:
+    """Seconds since midnight of a date-time's or time's clock reading (a number is taken as is)."""
+    if isinstance(value, _CLOCK_READINGS):
+        return value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
+    return value
+
+
 def format_offset(offset: dt.timedelta, precision: Literal["auto", "minute", "second"] = "auto") -> str:
     """A UTC offset: "+05:45", "-10:00". "auto" adds seconds only when there are some (local mean time,
     "+00:09:21"); "minute" rounds to the nearest minute; "second" always shows them."""
-    # Half up, like round_to_second (round() would send Ho Chi Minh's +07:06:30 of 1906 to +07:06).
+    # Half up (round() would send Ho Chi Minh's +07:06:30 of 1906 to +07:06).
     total = math.floor(offset.total_seconds() + 0.5)
     if precision == "minute":
         total = 60 * math.floor(total / 60 + 0.5)
@@ -25,3 +72,31 @@ def format_offset(offset: dt.timedelta, precision: Literal["auto", "minute", "se
     text = f"{sign}{hours:02d}:{minutes:02d}"
     show_seconds = precision == "second" or (precision == "auto" and seconds)
     return f"{text}:{seconds:02d}" if show_seconds else text
+
+
+def format_latitude(value: float, digits: int = COORDINATE_DECIMALS) -> str:
+    """A latitude: "48.8566°N", "33.87°S", "0°" (the equator takes no letter)."""
+    text = _trimmed_degrees(value, digits)
+    if text == "0":
+        return "0°"
+    return f"{text}°{'N' if value > 0 else 'S'}"
+
+
+def format_longitude(value: float, digits: int = COORDINATE_DECIMALS) -> str:
+    """A longitude: "2.3522°E", "157.4°W", "120°E"; the prime meridian and 180° take no letter."""
+    text = _trimmed_degrees(value, digits)
+    if text in ("0", "180"):
+        return f"{text}°"
+    return f"{text}°{'E' if value > 0 else 'W'}"
+
+
+def format_coordinates(latitude: float, longitude: float) -> str:
+    """A point as the result's place_name and the texts name it: "48.85°N, 2.3522°E"."""
+    return f"{format_latitude(latitude)}, {format_longitude(longitude)}"
+
+
+def _trimmed_degrees(value: float, digits: int) -> str:
+    """The size of an angle to `digits` decimals, without trailing zeros: 48.85 stays "48.85", not
+    "48.8500", so a point reads as it was typed. A value that rounds to zero is "0", never "-0"."""
+    text = f"{abs(value):.{digits}f}"
+    return text.rstrip("0").rstrip(".") if digits else text

@@ -1,0 +1,115 @@
+"""How times, offsets and coordinates are written: one function each (solarserv.timefmt), shared by the
+result JSON and the texts' filters, so the two never disagree."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import narratives
+from solarserv import timefmt
+from solarserv.timefmt import (
+    format_clock,
+    format_coordinates,
+    format_hm,
+    format_hms,
+    format_latitude,
+    format_longitude,
+    round_to_second,
+)
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (dt.datetime(2026, 7, 14, 14, 30), "14:30:00"),
+    (dt.datetime(2026, 7, 14, 12, 33, 29, 500_000), "12:33:30"),  # half a second rounds up
+    (dt.datetime(2026, 7, 14, 12, 33, 29, 499_999), "12:33:29"),
+    (dt.datetime(2026, 7, 14, 23, 59, 59, 500_000, tzinfo=dt.UTC), "00:00:00"),  # wraps at midnight
+    (dt.time(6, 2, 2), "06:02:02"),
+    (59.5, "00:01:00"),
+    (-0.4, "00:00:00"),
+    (86399.6, "00:00:00"),
+])
+def test_hms(value, text):
+    assert format_hms(value) == text
+
+
+@given(st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2050, 12, 31)))
+def test_hms_reads_the_clock_of_the_moment_rounded_to_the_second(moment):
+    # The JSON writes true_solar_date from round_to_second and true_solar_time with format_hms: the
+    # two must round alike, or 23:59:59.5 would read as 00:00:00 of the wrong date.
+    assert format_hms(moment) == round_to_second(moment).strftime("%H:%M:%S")
+
+
+def test_hm_and_clock():
+    assert format_hm(dt.time(13, 4, 31)) == "13:05"
+    assert format_hm(dt.time(13, 4, 29, 600_000)) == "13:04"  # rounded once, not via 13:04:30
+    assert format_hm(dt.datetime(2026, 7, 14, 23, 59, 30)) == "00:00"
+    assert format_clock(dt.time(14, 30)) == "14:30"
+    assert format_clock(dt.time(14, 30, 5)) == "14:30:05"
+    assert format_clock(dt.time(14, 29, 59, 700_000)) == "14:30"
+
+
+@pytest.mark.parametrize(("latitude", "text"), [
+    (48.8566, "48.8566°N"),
+    (48.85, "48.85°N"),  # as typed: no padding to four decimals
+    (48.85661, "48.8566°N"),
+    (-33.8688, "33.8688°S"),
+    (-12.0, "12°S"),
+    (90.0, "90°N"),
+    (0.0, "0°"),
+    (-0.00004, "0°"),  # rounds to the equator: no letter, no minus sign
+])
+def test_latitude(latitude, text):
+    assert format_latitude(latitude) == text
+
+
+@pytest.mark.parametrize(("longitude", "text"), [
+    (2.3522, "2.3522°E"),
+    (-157.4, "157.4°W"),
+    (120.0, "120°E"),
+    (0.0, "0°"),
+    (-0.00001, "0°"),
+    (180.0, "180°"),
+    (-180.0, "180°"),
+    (-179.99996, "180°"),  # the antimeridian is neither east nor west
+])
+def test_longitude(longitude, text):
+    assert format_longitude(longitude) == text
+
+
+def test_fewer_digits_on_request():
+    assert format_latitude(48.8566, 2) == "48.86°N"
+    assert format_longitude(-157.4, 0) == "157°W"
+
+
+def test_coordinates_join_latitude_and_longitude():
+    assert format_coordinates(48.85, 2.3522) == "48.85°N, 2.3522°E"
+    assert format_coordinates(-33.8688, -70.0) == "33.8688°S, 70°W"
+
+
+def test_the_template_filters_are_the_functions_the_json_uses():
+    same = {"hms": timefmt.format_hms, "hm": timefmt.format_hm, "clock": timefmt.format_clock,
+            "offset": timefmt.format_offset, "latitude": timefmt.format_latitude,
+            "longitude": timefmt.format_longitude}
+    for name, function in same.items():
+        assert narratives.FILTERS[name] is function, name
+
+
+# --- the result JSON and the texts, over HTTP --------------------------------------------------------------
+
+async def test_a_coordinate_query_names_the_point_alike_in_the_json_and_the_texts(api):
+    reply = await api("/api/v1/solar-time", method="POST",
+                      body={"date": "2026-07-14", "local_time": "14:30:05", "latitude": 48.85, "longitude": 2.35})
+    assert reply.status == 200, reply.body
+    result = reply.json()
+    point = "48.85°N, 2.35°E"
+    assert result["location"]["place_name"] == point
+    assert f" at {point} (" in result["summary"]
+    assert result["share"]["text"].startswith(f"Sundial time at {point} on 2026-07-14 at 14:30:05: ")
+    # Times too: the JSON's readings are the ones the texts quote.
+    assert result["local_time"] == "14:30:05"
+    assert f"a sundial reads {result['true_solar_time']} " in result["summary"]
+    assert f"local time 14:30:05 = UTC {result['utc_time']} {result['utc_offset']}, " in result["validation"]
