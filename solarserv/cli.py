@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import signal
@@ -21,7 +22,7 @@ import tornado.process
 import solarserv
 from solarserv import config
 from solarserv.errors import ApiError
-from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStore, KeyStoreError
+from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStore, KeyStoreBusy, KeyStoreError
 from solarserv.narration import PluginConflict, PluginLoadError
 from solarserv.request import parse_json_fields
 
@@ -42,8 +43,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args.command(settings, args)
-    except (PluginConflict, PluginLoadError, FileNotFoundError, jinja2.TemplateError) as exc:
-        # Start-up problems an operator fixes (plugins, templates): one line, not a traceback.
+    except (PluginConflict, PluginLoadError, FileNotFoundError, jinja2.TemplateError, KeyStoreBusy) as exc:
+        # Problems an operator fixes or retries (plugins, templates, a locked key store): one line, not a
+        # traceback.
         print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
 
@@ -75,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     create_parser.add_argument("--label", required=True, help="whose key it is")
     create_parser.add_argument("--tier", required=True, choices=list(TIERS),
                                help="; ".join(tier.describe() for tier in TIERS.values()))
-    create_parser.add_argument("--rpm", type=int, help="requests per minute, for a pro key (120 to 300)")
+    create_parser.add_argument("--rpm", type=int, help="requests per minute, for a " + " or ".join(
+        f"{tier.name} key ({tier.min_rpm} to {tier.max_rpm})" for tier in TIERS.values() if tier.rpm_is_chosen))
     create_parser.add_argument("--json", action="store_true", help="print JSON")
     create_parser.set_defaults(command=create_key)
     list_parser = key_commands.add_parser("list", help="list the keys (previews, never the keys)")
@@ -110,7 +113,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     spread_connections = settings.processes > 1 and sys.platform == "linux"  # see _worker_sockets
     sockets = tornado.netutil.bind_sockets(settings.port, settings.host, reuse_port=spread_connections)
     port = sockets[0].getsockname()[1]
-    base_url = f"http://{settings.host}:{port}"
+    base_url = f"http://{_url_host(settings.host)}:{port}"
     console = ConsoleSecrets.load(settings)
     worker = None
     if settings.processes > 1:
@@ -131,7 +134,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
         server.add_sockets(sockets)
         _announce(f"solarserv {solarserv.__version__} ready at {base_url}/")
         if worker in (None, 0):
-            _announce(_console_line(console, base_url))
+            _announce(_console_line(console, settings.host, port))
         await stopping.wait()
         server.stop()
         await server.close_all_connections()
@@ -189,10 +192,35 @@ def _forward_stop_signals_to_workers() -> None:
         signal.signal(signum, forward)
 
 
-def _console_line(console: Any, base_url: str) -> str:
+def _console_line(console: Any, host: str, port: int) -> str:
+    """Where to open the console. A wildcard bind address (0.0.0.0, ::) is no address a browser can open:
+    the link then names this machine's loopback, and says another name or address of it works too."""
+    browsable = _browsable_host(host)
+    base_url = f"http://{_url_host(browsable)}:{port}"
+    elsewhere = (f" (listening on every interface: from another machine, put this machine's name or address "
+                 f"in place of {_url_host(browsable)})") if browsable != host else ""
     if console.token_generated:
-        return f"Console login link (admin token generated for this run): {console.login_link(base_url)}"
-    return f"Console: {base_url}/console (log in with ADMIN_TOKEN)"
+        return (f"Console login link (admin token generated for this run): {console.login_link(base_url)}"
+                f"{elsewhere}")
+    return f"Console: {base_url}/console (log in with ADMIN_TOKEN){elsewhere}"
+
+
+def _browsable_host(host: str) -> str:
+    """``host``, or the loopback address of its family when it is a wildcard bind address."""
+    if not host:  # Tornado binds every interface, IPv4 among them
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host  # a host name
+    if address.is_unspecified:
+        return "::1" if address.version == 6 else "127.0.0.1"
+    return host
+
+
+def _url_host(host: str) -> str:
+    """``host`` as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 def calc(settings: Any, args: argparse.Namespace) -> int:

@@ -164,6 +164,35 @@ async def test_rate_limit_headers_are_on_every_api_answer(api, keys, overrides):
     assert refused.headers["X-RateLimit-Reset"] == replies[0].headers["X-RateLimit-Reset"]
 
 
+@pytest.mark.parametrize("overrides", [{"api_key_required": False}, {"api_key_required": True}],
+                         ids=["enforcement-off", "enforcement-on"])
+async def test_unknown_paths_are_counted_and_carry_the_rate_limit_headers(api, limiter, overrides):
+    probes = [await api(path) for path in ("/admin", "/.env", "/api/v2/solar-time")]
+    # 404 even with enforcement on: a 401 would suggest something is there for a client with a key.
+    assert [reply.status for reply in probes] == [404, 404, 404]
+    assert [reply.json()["error"]["code"] for reply in probes] == ["NOT_FOUND"] * 3
+    assert [limits(reply)[:2] for reply in probes] == [(ANON_RPM, 2), (ANON_RPM, 1), (ANON_RPM, 0)]
+    over = await api("/wp-login.php", "POST", "log=admin")
+    assert over.status == 429 and over.json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+    assert int(over.headers["Retry-After"]) == over.json()["error"]["retry_after"]
+    assert (await api(PARIS_GET)).status == 429  # one count per client, whatever it asks for
+    assert await limiter.current_counts(["ip:127.0.0.1"]) == {"ip:127.0.0.1": ANON_RPM + 2}
+
+
+async def test_head_is_get_without_the_body_and_counts_like_it(api, keys):
+    key = keys.create("Acme", "free").key
+    got = await api(PARIS_GET, headers={"X-API-Key": key})
+    head = await api(PARIS_GET, "HEAD", headers={"X-API-Key": key})
+    assert head.status == 200 and head.body == b""
+    assert head.headers["Content-Length"] == got.headers["Content-Length"] == str(len(got.body))
+    assert head.headers["Content-Type"] == got.headers["Content-Type"]
+    assert limits(head)[:2] == (10, 8)
+    refused = await api("/api/v1/solar-time?date=2026-07-14", "HEAD", headers={"X-API-Key": key})
+    assert refused.status == 400 and refused.body == b"" and limits(refused)[1] == 7
+    health = await api("/healthz", "HEAD")
+    assert health.status == 200 and int(health.headers["Content-Length"]) > 0
+
+
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
 async def test_over_the_limit_bad_keys_get_429_before_401(api, overrides):
     replies = [await api(PARIS_GET, headers={"X-API-Key": UNKNOWN_KEY}) for _ in range(ANON_RPM + 1)]

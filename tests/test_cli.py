@@ -1,11 +1,22 @@
-"""`solarserv calc` prints what the API answers; `solarserv plugins` lists what is loaded."""
+"""`solarserv calc` prints what the API answers; `solarserv plugins` lists what is loaded; `solarserv serve`
+prints where to open the console."""
 
 from __future__ import annotations
 
+import dataclasses
+import http.client
 import json
+import os
+import re
+import subprocess
+import sys
 import urllib.request
 
-from solarserv.cli import main
+import pytest
+
+from solarserv import config
+from solarserv.cli import _console_line, main
+from solarserv.web.console import ConsoleSecrets
 
 PARIS_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14", "--time", "14:30"]
 
@@ -55,3 +66,54 @@ def test_a_plugin_conflict_is_one_line_and_a_failing_status(capsys, data_dir, tm
     status, _, err = run(capsys, data_dir, "plugins", "--plugins-dir", str(tmp_path))
     assert status == 2
     assert "PluginConflict" in err and "rival" in err and "Traceback" not in err
+
+
+# `solarserv serve`: the console line printed at start.
+
+
+@pytest.mark.parametrize(("host", "link_host", "elsewhere"), [
+    ("127.0.0.1", "127.0.0.1", False),
+    ("localhost", "localhost", False),
+    ("192.0.2.7", "192.0.2.7", False),
+    ("::1", "[::1]", False),
+    ("0.0.0.0", "127.0.0.1", True),
+    ("::", "[::1]", True),
+    ("", "127.0.0.1", True),  # Tornado binds every interface
+])
+def test_the_console_line_names_a_host_a_browser_can_open(host, link_host, elsewhere):
+    generated = ConsoleSecrets(admin_token="generated-token", token_generated=True, cookie_secret="unused")
+    line = _console_line(generated, host, 8123)
+    assert f" http://{link_host}:8123/console/login?token=generated-token" in line
+    assert (f"put this machine's name or address in place of {link_host}" in line) == elsewhere
+    configured = dataclasses.replace(generated, token_generated=False)
+    assert f"Console: http://{link_host}:8123/console (log in with ADMIN_TOKEN)" in _console_line(configured,
+                                                                                                  host, 8123)
+
+
+@pytest.mark.slow
+def test_serving_on_every_interface_prints_a_login_link_that_opens_the_console(data_dir, tmp_path):
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in {setting.env for setting in config.SETTINGS}}
+    with (tmp_path / "server.log").open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "solarserv", "serve", "--host", "0.0.0.0", "--port", "0",
+             "--data-dir", str(data_dir)],
+            stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
+    try:
+        ready, console_line = server.stdout.readline(), server.stdout.readline()
+        port = ready.strip().rstrip("/").rsplit(":", 1)[1]
+        assert ready.startswith("solarserv ") and f" ready at http://0.0.0.0:{port}/" in ready
+        link = re.search(r"http://\S+", console_line).group()
+        assert link.startswith(f"http://127.0.0.1:{port}/console/login?token=")
+        connection = http.client.HTTPConnection(f"127.0.0.1:{port}", timeout=30)
+        try:
+            connection.request("GET", link.removeprefix(f"http://127.0.0.1:{port}"))
+            opened = connection.getresponse()
+        finally:
+            connection.close()
+        assert opened.status == 303 and opened.getheader("Location") == "/console"
+        assert "solarserv_console=" in opened.getheader("Set-Cookie")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        server.stdout.close()

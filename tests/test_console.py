@@ -5,15 +5,21 @@ from __future__ import annotations
 import dataclasses
 import html.parser
 import logging
+import os
 import re
 import stat
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
 import pytest
+import tornado.httpclient
 import tornado.web
+from playwright.sync_api import sync_playwright
+from servers import serving_in_thread
+from test_keys import another_process_writing
+from test_page_browser import CHROMIUM, CHROMIUM_ARGS
 
-from solarserv.keys import KeyStore
+from solarserv.keys import SERVER_WAIT_FOR_WRITER_SECONDS, TIERS, KeyStore, Tier
 from solarserv.ratelimit import RateLimiter
 from solarserv.web import console
 from solarserv.web.app import Services, make_app
@@ -37,7 +43,7 @@ def settings(base_settings, tmp_path):
 
 @pytest.fixture
 def keys(settings):
-    store = KeyStore.open(settings.data_dir)
+    store = KeyStore.open(settings.data_dir, wait_for_writer=SERVER_WAIT_FOR_WRITER_SECONDS)  # as a server's
     yield store
     store.close()
 
@@ -91,6 +97,25 @@ class Browser:
 @pytest.fixture
 def browser(http_server_client):
     return Browser(http_server_client)
+
+
+class ClientOf:
+    """A fetch by path, as http_server_client's, for another server."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    async def fetch(self, path: str, **options):
+        return await tornado.httpclient.AsyncHTTPClient().fetch(self.base_url + path, **options)
+
+
+@pytest.fixture
+def sibling(settings, services):
+    """A second server on this test's data dir, with its own key store connection, as another process of
+    `serve --processes N` has. Yields a Browser without cookies for it."""
+    with serving_in_thread(settings, lambda: Services(settings=settings, pipeline=services.pipeline,
+                                                      limiter=RateLimiter())) as base_url:
+        yield Browser(ClientOf(base_url))
 
 
 def set_cookie(response, name: str) -> str:
@@ -225,6 +250,18 @@ async def test_logging_out_ends_the_session(browser):
     assert (await browser.get("/console")).code == 302
 
 
+async def test_logging_out_ends_the_session_for_every_copy_of_the_cookie_in_every_process(browser, sibling):
+    await browser.log_in()
+    copy = Browser(browser.client)
+    for other in (copy, sibling):
+        other.cookies = {SESSION_COOKIE: browser.cookies[SESSION_COOKIE]}
+    assert (await copy.get("/console")).code == 200
+    assert (await sibling.get("/console")).code == 200  # the other process admits the session
+    assert (await browser.post("/console/logout")).code == 303
+    assert (await copy.get("/console")).code == 302
+    assert (await sibling.get("/console")).code == 302
+
+
 async def test_changing_the_admin_token_ends_existing_sessions(browser, app):
     await browser.log_in()
     assert (await browser.get("/console")).code == 200
@@ -299,6 +336,60 @@ async def test_a_pro_key_takes_its_rpm_and_needs_one(browser, keys):
     assert [key.label for key in keys.all()] == ["Big"]
 
 
+class TierOptions(html.parser.HTMLParser):
+    """The tier <select>'s options: value → attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.options: dict[str, dict] = {}
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "option":
+            self.options[dict(attrs)["value"]] = dict(attrs)
+
+
+async def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(browser, keys, monkeypatch):
+    monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
+    await browser.log_in()
+    page = browser.text(await browser.get("/console"))
+    tiers = TierOptions()
+    tiers.feed(page)
+    ranges = {name: (option.get("data-min-rpm"), option.get("data-max-rpm")) for name, option in tiers.options.items()}
+    assert ranges == {"free": (None, None), "builder": (None, None), "pro": ("120", "300"), "team": ("20", "40")}
+    assert "(pro: 120–300; team: 20–40)" in page
+    created = await browser.post("/console", {"label": "Team", "tier": "team", "rpm": "30"})
+    assert created.code == 200 and [(key.tier, key.rpm) for key in keys.all()] == [("team", 30)]
+    ignored = await browser.post("/console", {"label": "Builder", "tier": "builder", "rpm": "30"})
+    assert ignored.code == 200 and keys.all()[-1].rpm == 60  # a fixed tier's rpm is not asked for
+
+
+@pytest.mark.browser
+def test_the_rpm_field_is_enabled_for_the_tiers_that_take_one_in_a_real_browser(settings, services, monkeypatch):
+    """console.js, in headless Chromium: the field follows the data the page carries, for any tier table."""
+    if not CHROMIUM.exists() and os.environ.get("SOLARSERV_SKIP_BROWSER") == "1":
+        pytest.skip("SOLARSERV_SKIP_BROWSER=1 and no /usr/bin/chromium")
+    monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
+    build = lambda: Services(settings=settings, pipeline=services.pipeline, limiter=RateLimiter())  # noqa: E731
+    # Chromium for this test only: Playwright's sync API holds an event loop in this thread while it is open.
+    with serving_in_thread(settings, build) as base_url, sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_page()
+            errors = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(f"{base_url}/console/login?" + urlencode({"token": ADMIN_TOKEN}))
+            field = page.locator("#rpm")
+            seen = {}
+            for tier in ("pro", "free", "team", "builder"):
+                page.select_option("#tier", tier)
+                seen[tier] = (field.is_enabled(), field.get_attribute("min"), field.get_attribute("max"))
+        finally:
+            chromium.close()
+    assert errors == []
+    assert seen["pro"] == (True, "120", "300") and seen["team"] == (True, "20", "40")
+    assert not seen["free"][0] and not seen["builder"][0]
+
+
 async def test_labels_are_escaped(browser, keys):
     keys.create('<script>alert("x")</script>', "free")
     await browser.log_in()
@@ -319,6 +410,22 @@ async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, 
     answer = await api("/api/v1/solar-time", headers={"X-API-Key": issued.key})
     assert "X-API-Key-Status" not in answer.headers and answer.headers["X-RateLimit-Limit"] == "10"
     assert (await browser.post("/console/keys/999/deactivate")).code == 404
+
+
+async def test_a_change_is_refused_with_503_while_another_process_holds_the_write_lock(browser, keys, caplog):
+    issued = keys.create("Acme", "free")
+    await browser.log_in()
+    await browser.get("/console")  # the page with the forms, and their XSRF cookie
+    with another_process_writing(keys.path):
+        refused = await browser.post("/console", {"label": "Beta", "tier": "free"})
+        assert refused.code == 503 and refused.headers["Retry-After"] == "1"
+        assert "another process is writing to the key store" in browser.text(refused)
+        refused = await browser.post(f"/console/keys/{issued.record.id}/deactivate")
+        assert refused.code == 503
+        assert (await browser.get("/console")).code == 200  # reading goes on
+    assert [key.label for key in keys.all()] == ["Acme"]
+    assert "locked by another process's write" in caplog.text and "Traceback" not in caplog.text
+    assert (await browser.post("/console", {"label": "Beta", "tier": "free"})).code == 200
 
 
 class FormAudit(html.parser.HTMLParser):

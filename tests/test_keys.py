@@ -7,19 +7,46 @@ import datetime as dt
 import hashlib
 import json
 import re
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import pytest
 import sqlite_utils
 
 from solarserv import keys as keys_module
 from solarserv.cli import main
-from solarserv.keys import KeyStore, KeyStoreError, migrations
+from solarserv.keys import (
+    SERVER_WAIT_FOR_WRITER_SECONDS,
+    TIERS,
+    KeyStore,
+    KeyStoreBusy,
+    KeyStoreError,
+    Tier,
+    migrations,
+)
+
+NOON_2026_07_14 = dt.datetime(2026, 7, 14, 12, tzinfo=dt.UTC).timestamp()
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.fixture
-def store(tmp_path):
-    store = KeyStore(tmp_path / "keys.db", today=lambda: dt.date(2026, 7, 14))
+def clock():
+    return Clock(NOON_2026_07_14)
+
+
+@pytest.fixture
+def store(tmp_path, clock):
+    store = KeyStore(tmp_path / "keys.db", clock=clock)
     yield store
     store.close()
 
@@ -132,8 +159,15 @@ def test_schema_comes_from_migrations_applied_once(tmp_path):
     KeyStore(tmp_path / "keys.db").close()
     KeyStore(tmp_path / "keys.db").close()  # reopening applies nothing twice
     db = sqlite_utils.Database(tmp_path / "keys.db")
-    assert [migration.name for migration in migrations.applied(db)] == ["create_keys_table"]
+    assert [migration.name for migration in migrations.applied(db)] == ["create_keys_table",
+                                                                        "create_console_sessions_table"]
     assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_store_that_cannot_be_in_wal_mode_is_refused():
+    # SQLite keeps an in-memory database's journal in memory: WAL is refused, as on a file system without it.
+    with pytest.raises(KeyStoreError, match="cannot be put in WAL mode .*'memory'"):
+        KeyStore(Path(":memory:"))
 
 
 def test_processes_opening_a_new_store_together_do_not_race(tmp_path):
@@ -151,6 +185,113 @@ def test_processes_opening_a_new_store_together_do_not_race(tmp_path):
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+# Console sessions, kept in the store so that every server process on the data dir sees a logout.
+
+
+def test_a_console_session_is_live_until_it_is_ended_or_expires(store, clock):
+    ended, expiring = store.start_session(lifetime_seconds=600), store.start_session(lifetime_seconds=60)
+    assert store.session_is_live(ended) and store.session_is_live(expiring)
+    assert not store.session_is_live("made-up") and len(ended) >= 43 and ended != expiring
+    other_process = KeyStore(store.path, clock=clock)
+    try:
+        store.end_session(ended)
+        assert not other_process.session_is_live(ended) and other_process.session_is_live(expiring)
+    finally:
+        other_process.close()
+    clock.now += 60
+    assert not store.session_is_live(expiring)
+
+
+def test_expired_sessions_are_dropped_when_the_next_one_starts(store, clock):
+    store.start_session(lifetime_seconds=60)
+    kept = store.start_session(lifetime_seconds=600)
+    clock.now += 61
+    newest = store.start_session(lifetime_seconds=600)
+    with contextlib.closing(sqlite_utils.Database(store.path)) as reader:
+        assert sorted(row["id"] for row in reader["console_sessions"].rows) == sorted([kept, newest])
+
+
+# Another process writing: the CLI or another server's console, a real process holding SQLite's write lock.
+
+
+HOLD_THE_WRITE_LOCK = """
+import sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("begin immediate")
+connection.execute("update keys set status = 'inactive'")
+print("holding the write lock", flush=True)
+sys.stdin.readline()
+connection.execute("commit")
+"""
+
+
+@contextlib.contextmanager
+def another_process_writing(path: Path):
+    """A process that has deactivated every key in a transaction it holds open until the block ends, then
+    commits."""
+    writer = subprocess.Popen([sys.executable, "-c", HOLD_THE_WRITE_LOCK, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "holding the write lock\n"
+        yield
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+        assert writer.wait(timeout=30) == 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        writer.wait()
+        writer.stdin.close()
+        writer.stdout.close()
+
+
+@pytest.fixture
+def server_store(tmp_path):
+    """The store as a server opens it: waits for another process's write lock stall its event loop."""
+    store = KeyStore.open(tmp_path, wait_for_writer=SERVER_WAIT_FOR_WRITER_SECONDS)
+    yield store
+    store.close()
+
+
+def test_lookups_go_on_while_another_process_holds_the_write_lock(server_store):
+    issued = server_store.create("Acme", "free")
+    session = server_store.start_session(lifetime_seconds=600)
+    with another_process_writing(server_store.path):
+        # WAL: readers see the last committed state and never wait for the writer.
+        assert server_store.active_key(issued.key) == issued.record
+        assert server_store.session_is_live(session)
+        assert [key.status for key in server_store.all()] == ["active"]
+    assert server_store.active_key(issued.key) is None  # the writer's deactivation, committed
+
+
+def test_a_server_gives_up_a_write_quickly_while_another_process_holds_the_lock(server_store):
+    with another_process_writing(server_store.path):
+        with pytest.raises(KeyStoreBusy, match="locked by another process's write"):
+            server_store.create("Acme", "free")
+        with pytest.raises(KeyStoreBusy):
+            server_store.start_session(lifetime_seconds=600)
+    assert server_store.create("Acme", "free").record.status == "active"
+
+
+def test_the_cli_waits_out_another_process_holding_the_write_lock(tmp_path):
+    opened, writer_started, created = threading.Event(), threading.Event(), []
+
+    def cli() -> None:  # a store's connection belongs to the thread that opens it
+        with contextlib.closing(KeyStore.open(tmp_path)) as cli_store:  # as `solarserv keys` opens it
+            opened.set()
+            writer_started.wait()
+            created.append(cli_store.create("Acme", "free"))
+
+    cli_thread = threading.Thread(target=cli)
+    cli_thread.start()
+    opened.wait()
+    with another_process_writing(tmp_path / "keys.db"):
+        writer_started.set()
+        time.sleep(3 * SERVER_WAIT_FOR_WRITER_SECONDS)  # longer than a server would wait
+    cli_thread.join()
+    assert [issued.record.label for issued in created] == ["Acme"]
 
 
 # The `solarserv keys` commands, on the same data dir a server would use.
@@ -187,6 +328,18 @@ def test_cli_create_without_json_shows_the_key_and_says_it_is_shown_once(capsys,
     assert "only time the full key is shown" in out
     status, out, _ = run(capsys, tmp_path, "list")
     assert key not in out and key[:8] + "…" in out and "Acme" in out and "free" in out
+
+
+def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
+    with pytest.raises(SystemExit):
+        main(["keys", "create", "--help"])
+    rpm_help = " ".join(capsys.readouterr().out.split("--rpm RPM")[-1].split())
+    assert rpm_help.startswith("requests per minute, for a pro key (120 to 300) or team key (20 to 40)")
+    status, out, _ = run(capsys, tmp_path, "create", "--label", "Team", "--tier", "team", "--rpm", "30", "--json")
+    assert status == 0 and json.loads(out)["rpm"] == 30
+    status, _, err = run(capsys, tmp_path, "create", "--label", "Team", "--tier", "team")
+    assert status == 1 and "needs its rpm chosen, 20 to 40" in err
 
 
 def test_cli_refuses_a_pro_key_without_rpm(capsys, tmp_path):

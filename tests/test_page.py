@@ -148,6 +148,14 @@ async def test_every_form_control_has_a_label_and_every_description_exists(api):
     assert {"status", "problem"} <= outline.ids  # the live regions the script announces in
 
 
+async def test_head_of_the_page_is_its_get_without_the_body(api):
+    got, head = await api("/"), await api("/", "HEAD")
+    assert head.status == 200 and head.body == b""
+    for name in ("Content-Type", "Content-Length", "Content-Security-Policy", "Cache-Control", "Etag"):
+        assert head.headers[name] == got.headers[name], name
+    assert int(head.headers["Content-Length"]) == len(got.body)
+
+
 async def test_unknown_paths_beside_the_page_stay_json_404s(api):
     reply = await api("/calculator")
     assert reply.status == 404 and reply.json()["error"]["code"] == "NOT_FOUND"

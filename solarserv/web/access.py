@@ -38,6 +38,10 @@ class Admission:
     headers: dict[str, str]
     refusal: ApiError | None = None
 
+    @property
+    def over_limit(self) -> bool:
+        return self.refusal is not None and self.refusal.status == 429
+
 
 async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> Admission:
     settings = services.settings

@@ -11,7 +11,7 @@ from typing import Any
 import tornado.web
 
 import solarserv
-from solarserv.keys import KeyStore
+from solarserv.keys import SERVER_WAIT_FOR_WRITER_SECONDS, KeyStore
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
 from solarserv.web import api, console, page
@@ -36,7 +36,8 @@ class Services:
 
     def __post_init__(self) -> None:
         if self.keys is None:
-            self.keys = KeyStore.open(Path(self.settings.data_dir))
+            # Waits for another process's write lock stall the event loop: a server waits only briefly.
+            self.keys = KeyStore.open(Path(self.settings.data_dir), wait_for_writer=SERVER_WAIT_FOR_WRITER_SECONDS)
         if self.limiter is None:
             self.limiter = RateLimiter.from_settings(self.settings)
         if self.console is None:

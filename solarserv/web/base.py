@@ -47,10 +47,20 @@ class ApiHandler(BaseHandler):
     async def prepare(self) -> None:
         """Admit the request (API key, rate limit: solarserv.web.access) before the endpoint runs."""
         if self.metered:
-            self.admission = await access.admit(self.request, self.services)
-            self._write_admission_headers()
+            await self._admit()
             if self.admission.refusal is not None:
                 raise self.admission.refusal
+
+    async def _admit(self) -> None:
+        """Count the request and set the rate-limit headers; the caller decides what a refusal means."""
+        self.admission = await access.admit(self.request, self.services)
+        self._write_admission_headers()
+
+    def head(self, *args: str) -> Any:
+        """HEAD is GET without the body (RFC 9110 §9.3.2): Tornado routes it to ``head``, which answers 405
+        unless defined, and drops the body of a HEAD response itself while keeping its Content-Length. So
+        the same work, the same count against the limit, the same status and headers as a GET."""
+        return self.get(*args)
 
     def check_xsrf_cookie(self) -> None:
         """Exempt: the key travels in a header, never a cookie, so a cross-site form has no credential to
@@ -109,8 +119,16 @@ def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
 
 
 class NotFoundHandler(ApiHandler):
-    """The application's last route: any unknown path is a JSON 404."""
+    """The application's last route: any unknown path is a JSON 404.
 
-    def prepare(self) -> None:
+    Counted and given the rate-limit headers like an API request, so probing for paths costs a scanner
+    its quota like any other traffic (429 once over the limit). Otherwise the answer is 404 whatever the
+    key: a 401 would suggest that something exists there for a client with a key.
+    """
+
+    async def prepare(self) -> None:
+        await self._admit()
+        if self.admission.over_limit:
+            raise self.admission.refusal
         raise ApiError("NOT_FOUND", 404, f"There is nothing at {self.request.path}. The API lives under "
                                          "/api/v1/ (POST or GET /api/v1/solar-time).")

@@ -4,10 +4,12 @@ How it is protected (the spec leaves it open):
 - The admin token is ADMIN_TOKEN, or one generated at start whose login link the server prints (as
   Jupyter does). The token travels in a URL only in that one link, which sets the session and redirects
   at once; the access log never shows console query strings. Tokens are compared in constant time.
-- The session is a signed cookie (HttpOnly, SameSite=Strict, Secure over HTTPS) that lasts
-  SESSION_DAYS. Its signing secret is generated once and kept in DATA_DIR/cookie_secret, so restarts and
-  sibling processes on the same data dir keep sessions; deleting the file ends every session. The cookie
-  signs a fingerprint of the admin token, so changing ADMIN_TOKEN also ends every session.
+- The session is a signed cookie (HttpOnly, SameSite=Strict, Secure over HTTPS) naming a session that
+  the key store records for SESSION_DAYS. Logging out deletes that record, so a copy of the cookie stops
+  working too, in every process on the data dir. The signing secret is generated once and kept in
+  DATA_DIR/cookie_secret, so restarts and sibling processes keep sessions; deleting the file ends every
+  session. The cookie signs a fingerprint of the admin token, so changing ADMIN_TOKEN also ends every
+  session.
 - Every form carries Tornado's XSRF token; login attempts are limited per client IP; every page is sent
   with no-store, frame-deny and a content security policy that allows only this site's own files.
 - Every handler declares ``access = Access.ADMIN`` or ``Access.PUBLIC``; ``check_declared_access``
@@ -30,7 +32,7 @@ from urllib.parse import urlencode, urlsplit
 import tornado.httputil
 import tornado.web
 
-from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStoreError
+from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStoreBusy, KeyStoreError
 from solarserv.web.access import client_ip, key_counter
 from solarserv.web.base import BaseHandler
 
@@ -39,6 +41,8 @@ LOGIN_PATH = "/console/login"
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
 LOGIN_ATTEMPTS_PER_MINUTE = 10
+# An operator's next try after a write refused because another process held the key store's lock.
+BUSY_RETRY_SECONDS = 1
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -48,6 +52,7 @@ SECURITY_HEADERS = {
 }
 
 access_log = logging.getLogger("tornado.access")
+log = logging.getLogger("solarserv.web")
 
 
 class Access(enum.Enum):
@@ -67,10 +72,18 @@ class ConsoleSecrets:
         return cls(admin_token=token, token_generated=not settings.admin_token,
                    cookie_secret=persisted_secret(Path(settings.data_dir) / "cookie_secret"))
 
-    @property
-    def session_value(self) -> bytes:
-        """What the session cookie signs: a fingerprint of the admin token, so changing ADMIN_TOKEN (after
-        a leak, say) ends every session made with the old one. There is one operator role."""
+    def session_cookie(self, session_id: str) -> bytes:
+        """What the session cookie signs: the session's id and a fingerprint of the admin token, so
+        changing ADMIN_TOKEN (after a leak, say) ends every session made with the old one. There is one
+        operator role."""
+        return f"{session_id}:".encode() + self._token_fingerprint()
+
+    def session_id_in(self, cookie: bytes) -> str | None:
+        """The session id a signed session cookie names, if it was made with the current admin token."""
+        session_id, _, fingerprint = cookie.partition(b":")
+        return session_id.decode() if hmac.compare_digest(fingerprint, self._token_fingerprint()) else None
+
+    def _token_fingerprint(self) -> bytes:
         return hashlib.sha256(self.admin_token.encode()).hexdigest()[:32].encode()
 
     def login_link(self, base_url: str) -> str:
@@ -113,9 +126,10 @@ class ConsoleHandler(BaseHandler):
             self.set_header(name, value)
 
     def get_current_user(self) -> str | None:
-        value = self.get_signed_cookie(SESSION_COOKIE, max_age_days=SESSION_DAYS)
-        expected = self.services.console.session_value
-        return "admin" if value is not None and hmac.compare_digest(value, expected) else None
+        """The id of the session the cookie names, when it is live and made with the current admin token."""
+        cookie = self.get_signed_cookie(SESSION_COOKIE, max_age_days=SESSION_DAYS)
+        session_id = self.services.console.session_id_in(cookie) if cookie is not None else None
+        return session_id if session_id is not None and self.services.keys.session_is_live(session_id) else None
 
     def prepare(self) -> None:
         if self.access is Access.ADMIN and not self.current_user:
@@ -125,8 +139,20 @@ class ConsoleHandler(BaseHandler):
             raise tornado.web.HTTPError(403, "no console session")
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        if isinstance(kwargs.get("exc_info", (None, None))[1], KeyStoreBusy):
+            status_code = 503
+            self.set_status(status_code)
+            self.set_header("Retry-After", str(BUSY_RETRY_SECONDS))
+        # The error page shows no session; looking it up again could meet the busy store again.
+        self.current_user = None
         self.render("console_error.html", status=status_code,
                     reason=tornado.httputil.responses.get(status_code, "Error"))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, KeyStoreBusy):
+            log.warning("%s %s → 503: %s", self.request.method, self.request.path, value)
+        else:
+            super().log_exception(typ, value, tb)
 
 
 class LoginHandler(ConsoleHandler):
@@ -155,7 +181,8 @@ class LoginHandler(ConsoleHandler):
         elif not hmac.compare_digest(token.encode(), self.services.console.admin_token.encode()):
             self._login_page("That is not the admin token.", status=403)
         else:
-            self.set_signed_cookie(SESSION_COOKIE, self.services.console.session_value,
+            session_id = self.services.keys.start_session(SESSION_DAYS * 24 * 3600)
+            self.set_signed_cookie(SESSION_COOKIE, self.services.console.session_cookie(session_id),
                                    expires_days=SESSION_DAYS, httponly=True, samesite="Strict",
                                    secure=self._over_https())
             # Also drops the token from the address bar: the browser lands on a clean URL.
@@ -176,6 +203,8 @@ class LogoutHandler(ConsoleHandler):
     access = Access.ADMIN
 
     def post(self) -> None:
+        # Ended in the store, not just forgotten by this browser: a copy of the cookie no longer admits.
+        self.services.keys.end_session(self.current_user)
         self.clear_cookie(SESSION_COOKIE)
         self.redirect(LOGIN_PATH, status=303)
 
@@ -220,11 +249,9 @@ class KeyStatusHandler(ConsoleHandler):
 
 
 def _form_rpm(tier: str, rpm: str) -> int | None:
-    """The rpm field counts only for pro keys (the others' rpm is fixed by the tier)."""
-    if tier != "pro":
-        return None
-    if not rpm:
-        return None  # the store explains the missing choice
+    """The RPM field counts only for tiers whose rpm is chosen at issuance (the others' is fixed)."""
+    if tier not in TIERS or not TIERS[tier].rpm_is_chosen or not rpm:
+        return None  # the store explains an unknown tier or a missing choice
     if not (rpm.isascii() and rpm.isdigit()):
         raise KeyStoreError(f"RPM must be a whole number, not {rpm!r}.")
     return int(rpm)

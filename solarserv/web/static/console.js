@@ -1,4 +1,5 @@
-// The console works without this file; it adds a copy button and enables RPM only for pro keys.
+// The console works without this file; it adds a copy button, and enables the RPM field only for a tier
+// whose RPM is chosen at issuance: its <option> carries data-min-rpm and data-max-rpm (from keys.TIERS).
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -7,7 +8,15 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   for (const select of document.querySelectorAll("select[data-rpm-field]")) {
     const rpm = document.getElementById(select.dataset.rpmField);
-    const sync = () => { rpm.disabled = select.value !== "pro"; };
+    if (!rpm) continue;  // no tier takes a chosen RPM
+    const sync = () => {
+      const range = select.selectedOptions[0].dataset;
+      rpm.disabled = !("minRpm" in range);
+      if (!rpm.disabled) {
+        rpm.min = range.minRpm;
+        rpm.max = range.maxRpm;
+      }
+    };
     select.addEventListener("change", sync);
     sync();
   }
