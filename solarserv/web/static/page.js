@@ -423,12 +423,24 @@ function signedDuration(minutes) {
   return `${sign}${duration(minutes)}`;
 }
 
+/** As the API writes a point (solarserv/timefmt.py): up to 4 decimals without trailing zeros, "48.85°N". */
 function formatCoordinates(latitude, longitude) {
-  return `${Math.abs(latitude).toFixed(4)}°${latitude >= 0 ? "N" : "S"}, ${formatLongitude(longitude)}`;
+  return `${formatLatitude(latitude)}, ${formatLongitude(longitude)}`;
 }
 
+function formatLatitude(latitude) {
+  const size = trimmedDegrees(latitude);
+  return size === "0" ? "0°" : `${size}°${latitude > 0 ? "N" : "S"}`;
+}
+
+/** The prime meridian and 180° take no letter. */
 function formatLongitude(longitude) {
-  return `${Math.abs(longitude).toFixed(longitude % 1 === 0 ? 0 : 4)}°${longitude >= 0 ? "E" : "W"}`;
+  const size = trimmedDegrees(longitude);
+  return size === "0" || size === "180" ? `${size}°` : `${size}°${longitude > 0 ? "E" : "W"}`;
+}
+
+function trimmedDegrees(value) {
+  return String(Number(Math.abs(value).toFixed(4)));
 }
 
 function formatDate(iso, options = { day: "numeric", month: "long", year: "numeric" }) {
