@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from solarserv.civil import day_bounds_utc, format_offset, resolve
 from solarserv.errors import ApiError
+from solarserv.geo.tzhistory import zone_history
 from solarserv.geo.zones import TZDATA_VERSION, canonical_zone, zone, zone_names
 
 UTC = dt.UTC
@@ -158,6 +160,52 @@ def test_wartime_cest_that_zoneinfo_reads_as_negative_dst_is_summer_time():
     assert (civil.utc_offset, civil.dst_offset, civil.standard_offset) == (hours(2), HOUR, HOUR)
 
 
+def _history_period(civil):
+    """The period of the zone's history (the one its text is told from) in effect at civil.utc."""
+    periods = zone_history(civil.zone).periods
+    return periods[bisect.bisect_right([period.start for period in periods[1:]], civil.utc.replace(tzinfo=None))]
+
+
+@pytest.mark.parametrize(("zone_name", "date", "offset", "standard", "summer"), [
+    # Winamac, Indiana: Eastern standard time until April 2006, then Central time, whose summer time kept
+    # the clocks at -05:00; back to Eastern time on 11 March 2007, the day summer time began.
+    ("America/Indiana/Winamac", "2006-01-15", -5, -5, 0),
+    ("America/Indiana/Winamac", "2006-07-01", -5, -6, 1),
+    ("America/Indiana/Winamac", "2007-07-01", -4, -5, 1),  # not 2 h on Central time
+    ("America/Indiana/Winamac", "2026-01-15", -5, -5, 0),
+    # Paris: German time (CET, CEST) from June 1940; liberated in August 1944, back to Western European
+    # time with double summer time (WEMT) over it — zoneinfo's dst() says 1 h on +01:00.
+    ("Europe/Paris", "1941-07-01", 2, 1, 1),  # not 2 h on Western European time
+    ("Europe/Paris", "1942-12-01", 1, 1, 0),
+    ("Europe/Paris", "1943-07-01", 2, 1, 1),
+    ("Europe/Paris", "1944-09-15", 2, 0, 2),
+    ("Europe/Paris", "1945-01-15", 1, 0, 1),
+    # Kyiv: Moscow time until German CET/CEST from 20 September 1941 — zoneinfo's dst() says -1 h.
+    ("Europe/Kyiv", "1941-07-01", 3, 3, 0),
+    ("Europe/Kyiv", "1941-10-01", 2, 1, 1),
+    ("Europe/Kyiv", "1942-07-01", 2, 1, 1),
+    ("Europe/Kyiv", "1942-12-01", 1, 1, 0),
+    ("Europe/Kyiv", "1944-01-15", 3, 3, 0),
+    # Hong Kong 1941: summer time (HKST), then half an hour of "winter time" (HKWT) until the Japanese
+    # occupation's +09:00 (JST) — zoneinfo's dst() measures HKWT from JST: -30 min.
+    ("Asia/Hong_Kong", "1941-07-01", 9, 8, 1),
+    ("Asia/Hong_Kong", "1941-11-01", 8.5, 8, 0.5),
+    ("Asia/Hong_Kong", "1942-07-01", 9, 9, 0),
+    # London: British summer time all year from February 1940, double summer time (BDST) in the summers
+    # of 1941–45 and 1947 — two hours on GMT, not (zoneinfo's dst()) one hour on +01:00.
+    ("Europe/London", "1941-01-15", 1, 0, 1),
+    ("Europe/London", "1941-06-01", 2, 0, 2),
+    ("Europe/London", "1947-07-01", 2, 0, 2),
+])
+def test_standard_and_summer_time_as_tzdata_records_them(zone_name, date, offset, standard, summer):
+    """The standard offset is the one tzdata's zone line gives, whatever came before or after."""
+    civil = at(date, "12:00", zone_name)
+    expected = (hours(offset), hours(standard), hours(summer))
+    assert (civil.utc_offset, civil.standard_offset, civil.dst_offset) == expected
+    period = _history_period(civil)
+    assert (period.utc_offset, period.standard_offset, period.utc_offset - period.standard_offset) == expected
+
+
 # --- times that do not exist or happen twice -----------------------------------------------------
 
 
@@ -303,3 +351,41 @@ def test_apia_skipped_day_has_no_length():
 def test_new_york_fall_back_day_is_25_hours():
     start, end = day_bounds_utc(dt.date(2026, 11, 1), "America/New_York")
     assert (start, end - start) == (dt.datetime(2026, 11, 1, 4, 0, tzinfo=UTC), hours(25))
+
+
+# --- one reading of standard and summer time, shared with the zone history --------------------------
+
+
+def _sample_walls(zone_name: str):
+    """Wall times to resolve: noon on 1 January and 1 July of every year 1900–2050, and the last second
+    before and the first second of every period of the zone's history that starts in 1900–2050."""
+    for year in range(1900, 2051):
+        for month in (1, 7):
+            yield dt.datetime(year, month, 1, 12)
+    tz = zone(zone_name)
+    for period in zone_history(zone_name).periods[1:]:
+        if dt.datetime(1900, 1, 1) <= period.start < dt.datetime(2051, 1, 1):
+            for instant in (period.start - dt.timedelta(seconds=1), period.start):
+                yield instant.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None)
+
+
+def _disagreements(zone_name: str) -> list[str]:
+    found = []
+    for wall in _sample_walls(zone_name):
+        civil = resolve(wall.date(), wall.time(), zone_name)
+        period = _history_period(civil)
+        history = (period.utc_offset, period.standard_offset, period.summer)
+        if history != (civil.utc_offset, civil.standard_offset, civil.dst):
+            found.append(f"{zone_name} {wall} (UTC {civil.utc:%Y-%m-%d %H:%M:%S}): resolve says "
+                         f"UTC{format_offset(civil.utc_offset)} on standard UTC{format_offset(civil.standard_offset)}"
+                         f"{' (summer time)' if civil.dst else ''}, the history's period "
+                         f"UTC{format_offset(period.utc_offset)} on UTC{format_offset(period.standard_offset)}"
+                         f"{' (summer time)' if period.summer else ''}")
+    return found
+
+
+def test_resolve_and_the_zone_history_read_every_instant_alike():
+    """Every zone, 1900–2050, and both sides of every transition: the numbers (resolve) and the history
+    text (zone_history) give the same offset, standard offset and summer time."""
+    found = [line for zone_name in CANONICAL_ZONES for line in _disagreements(zone_name)]
+    assert not found, f"{len(found)} disagreements, e.g.:\n" + "\n".join(found[:25])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from importlib.resources import files
 
 import pytest
 from reports import report_at
@@ -14,8 +13,8 @@ from narratives import duration, hms, signed_duration
 from plugins import validation
 from solarserv import config
 from solarserv.errors import ApiError
-from solarserv.geo.tzhistory import zone_history
-from solarserv.geo.zones import zone
+from solarserv.geo.tzhistory import SummerTimeRun, zone_history
+from solarserv.geo.zones import TZDATA_VERSION
 from solarserv.narration import Narrator, Texts
 from solarserv.timefmt import format_offset as offset
 from solarserv.timefmt import round_to_second
@@ -226,18 +225,37 @@ def test_zone_history_refuses_names_outside_tzdata():
     assert raised.value.code == "TIMEZONE_RESOLUTION_FAILED"
 
 
-def test_every_tzdata_zone_parses_and_agrees_with_zoneinfo():
-    """Each parsed period's offset is the one zoneinfo (same files) gives at its start; summer time
-    is always above the standard offset it sits on."""
-    names = files("tzdata").joinpath("zones").read_text().split()
-    for name in names:
-        tz = zone(name)
-        for period in zone_history(name).periods:
-            if period.summer:
-                assert period.utc_offset > period.standard_offset, (name, period)
-            if period.start is not None and period.start.year < 2038:
-                start = period.start.replace(tzinfo=dt.UTC)
-                assert start.astimezone(tz).utcoffset() == period.utc_offset, (name, period)
+def _offset_changes(zone: str) -> list[tuple[dt.date, dt.timedelta, str | None]]:
+    return [(change.date, change.new_offset, change.abbreviation) for change in zone_history(zone).offset_changes]
+
+
+def test_zone_history_dates_standard_offset_changes_that_came_with_summer_time():
+    # tzdata's zone lines change the standard offset on the day the clocks changed, even when summer time
+    # began or went on that day (no abbreviation of a standard time then).
+    hour = dt.timedelta(hours=1)
+    assert _offset_changes("Europe/Paris")[:3] == [
+        (dt.date(1940, 6, 14), hour, None),  # German time, on summer time at once
+        (dt.date(1944, 8, 25), dt.timedelta(0), None),  # liberated: double summer time on WET
+        (dt.date(1945, 9, 16), hour, "CET")]
+    assert (dt.date(2007, 3, 11), -5 * hour, None) in _offset_changes("America/Indiana/Winamac")
+    kyiv = _offset_changes("Europe/Kyiv")
+    assert (dt.date(1941, 9, 20), hour, None) in kyiv and (dt.date(1943, 11, 6), 3 * hour, "MSK") in kyiv
+
+
+def test_zone_history_keeps_double_and_half_hour_summer_time_on_the_standard_offset():
+    # London's BDST (+02:00) and Hong Kong's HKWT (+08:30) were summer time, not new standard offsets.
+    hour = dt.timedelta(hours=1)
+    assert _offset_changes("Europe/London") == [(dt.date(1968, 10, 27), hour, "BST"),
+                                               (dt.date(1971, 10, 31), dt.timedelta(0), "GMT")]
+    assert _offset_changes("Asia/Hong_Kong") == [(dt.date(1941, 12, 25), 9 * hour, "JST"),
+                                                (dt.date(1945, 11, 18), 8 * hour, "HKT")]
+    assert zone_history("Asia/Hong_Kong").summer_time[0] == SummerTimeRun(1941, 1941, False)
+
+
+def test_zone_history_has_no_summer_time_in_a_year_spent_on_a_new_standard_offset():
+    # Greenland moved to -02:00 at the start of summer time 2023 and kept it as standard time all summer.
+    runs = [(run.first_year, run.last_year) for run in zone_history("America/Nuuk").summer_time]
+    assert runs == [(1980, 2022), (2024, int(TZDATA_VERSION[:4]))]
 
 
 # --- validation ----------------------------------------------------------------------------------------

@@ -5,15 +5,17 @@ differ from the package: Debian's includes the "backzone" data, so Europe/Amster
 Amsterdam Mean Time (+01:19:32 in summer) there and Brussels time (+01:00) in the package. Reading the
 package's files directly makes every answer depend on one known release, ``TZDATA_VERSION``.
 
-Everything is read once and cached: a ``ZoneInfo`` per name, and the package's zone list, link table
-and country tables.
+Everything is read once and cached: a ``ZoneInfo`` per name, and the package's zone list, its source
+text (tzdata.zi: zone lines and links) and country tables.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.resources
+import io
 from importlib.resources.abc import Traversable
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 import tzdata
@@ -56,25 +58,50 @@ def unknown_zone(name: str) -> ApiError:
     )
 
 
-@functools.cache
-def zone(name: str) -> ZoneInfo:
-    """The zone called ``name``, loaded from the tzdata package. Raises ``unknown_zone(name)``."""
+def zone_file(name: str) -> bytes:
+    """The compiled (TZif) file of the zone or link ``name``. Raises ``unknown_zone(name)``."""
     # Checking the package's own list first also keeps names like "../x" away from the file system.
     if not has_zone(name):
         raise unknown_zone(name)
-    with (_ZONEINFO_DIR / name).open("rb") as tzif:
-        return ZoneInfo.from_file(tzif, key=name)
+    return (_ZONEINFO_DIR / name).read_bytes()
 
 
 @functools.cache
-def _links() -> dict[str, str]:
-    """Link name → the name it points at, from the ``L TARGET LINK`` lines of the package's tzdata.zi."""
+def zone(name: str) -> ZoneInfo:
+    """The zone called ``name``, loaded from the tzdata package. Raises ``unknown_zone(name)``."""
+    return ZoneInfo.from_file(io.BytesIO(zone_file(name)), key=name)
+
+
+class _Source(NamedTuple):
+    zone_lines: dict[str, list[list[str]]]  # zone name → the fields of each of its lines, name left out
+    links: dict[str, str]  # link name → the name it points at
+
+
+@functools.cache
+def _source() -> _Source:
+    """The package's tzdata.zi: tzdata's own source text, compacted (one ``Z NAME STDOFF RULES FORMAT
+    [UNTIL]`` line per zone, its continuation lines after it; ``R`` rule lines; ``L TARGET LINK`` lines)."""
+    zone_lines: dict[str, list[list[str]]] = {}
     links = {}
+    lines: list[list[str]] | None = None  # the lines of the zone being read
     for line in _read_text(_ZONEINFO_DIR / "tzdata.zi").splitlines():
-        if line.startswith("L "):
-            _, target, link = line.split()
-            links[link] = target
-    return links
+        fields = line.split()
+        if line.startswith("Z "):
+            lines = zone_lines[fields[1]] = [fields[2:]]
+        elif line.startswith("L "):
+            links[fields[2]] = fields[1]
+            lines = None
+        elif line.startswith(("R ", "#")):
+            lines = None
+        elif lines is not None and fields:
+            lines.append(fields)
+    return _Source(zone_lines, links)
+
+
+def zone_lines(name: str) -> list[list[str]]:
+    """The source lines of the zone ``name`` stands for, as fields: STDOFF RULES FORMAT [UNTIL…], e.g.
+    ``["1", "c", "CE%sT", "1944", "Au", "25"]`` (tzdata.zi abbreviates month and weekday names)."""
+    return _source().zone_lines[canonical_zone(name)]
 
 
 def canonical_zone(name: str) -> str:
@@ -83,7 +110,7 @@ def canonical_zone(name: str) -> str:
     Two names with the same canonical zone follow the same clock rules in tzdata's main data
     (which merges zones that have agreed since 1970).
     """
-    links = _links()
+    links = _source().links
     while name in links:
         name = links[name]
     return name

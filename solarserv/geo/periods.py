@@ -1,0 +1,404 @@
+"""The periods of a zone's civil time — offset, standard offset, summer time — read once from tzdata.
+
+One reading serves both the numbers of a request (``civil.resolve`` looks up the period of its instant)
+and the zone's history text (``tzhistory`` tells the story of all of them), so the two cannot disagree.
+
+Where each piece comes from, all in the tzdata package:
+
+* **When the clocks changed, and to what offset and abbreviation**: the zone's compiled TZif file
+  (RFC 8536), read here because ``zoneinfo`` does not expose transitions. The package's files are
+  "slim": transitions stop where the footer's POSIX TZ rule (``CET-1CEST,M3.5.0,M10.5.0/3``) can
+  predict them, so that rule is expanded here into the periods up to ``LISTED_UNTIL``.
+* **The standard offset under each period**: the zone's lines in tzdata.zi, tzdata's own source text.
+  TZif records only an offset and an "is DST" flag, never how much of the offset is summer time; every
+  reader of TZif alone guesses (``zoneinfo``'s ``dst()`` takes the offset of the neighbouring standard
+  time, and so reads London's 1941 double summer time, between two stretches of single summer time,
+  as one hour on +01:00, Hong Kong's 1941 winter time +08:30 as half an hour *below* Japanese time).
+  A zone line gives the standard offset in force for its span of years exactly (zic's STDOFF): summer
+  time is the offset minus it (zic's SAVE).
+* **Summer time as people know it.** tzdata's main data gives a few zones *negative* summer time:
+  Irish law makes +01:00 the standard time and winter GMT the exception, so Europe/Dublin's zone line
+  says +01:00 and winter saves −1 h; so do Morocco (+01:00 with −1 h in Ramadan, 2019–2026), Namibia
+  (1994–2017) and Prague (winter 1946–47). tzdata's "rearguard" format, for software that cannot take
+  a negative save, re-bases these so that summer time is always the higher offset; so do we, and so do
+  people: Dublin is on GMT in winter and on summer time in summer. See ``_standard_offsets``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import calendar
+import datetime as dt
+import functools
+import re
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from solarserv.geo.zones import canonical_zone, has_zone, unknown_zone, zone_file, zone_lines
+
+#: Periods are listed up to this UTC instant: past 2050-12-31, the last date the service answers
+#: (``solar.ephemeris.SUPPORTED_LAST_DATE``), in every zone. Later periods repeat the footer rule.
+LISTED_UNTIL = dt.datetime(2052, 1, 1)
+
+_ZERO = dt.timedelta(0)
+_EPOCH = dt.datetime(1970, 1, 1)
+_HEADER = struct.Struct(">4s c 15x 6L")  # magic, version, unused, then six counts (RFC 8536 §3.1)
+_LOCAL_TIME_TYPE = struct.Struct(">l B B")  # utoff seconds, isdst, index into the abbreviations
+# tzdata's abbreviation for "no local time": an uninhabited place before its first settlement.
+_NO_LOCAL_TIME = "-00"
+
+
+@dataclass(frozen=True)
+class Period:
+    """A stretch of unchanged civil time, with summer time as people know it (never negative)."""
+
+    start: dt.datetime | None  # naive UTC instant; None: before the first recorded transition
+    utc_offset: dt.timedelta
+    standard_offset: dt.timedelta  # equal to utc_offset outside summer time
+    abbreviation: str
+
+    @property
+    def summer_time(self) -> dt.timedelta:
+        """How far summer time puts the clocks ahead of standard time (0 outside it)."""
+        return self.utc_offset - self.standard_offset
+
+    @property
+    def summer(self) -> bool:
+        return self.utc_offset > self.standard_offset
+
+    @property
+    def inhabited(self) -> bool:
+        return self.abbreviation != _NO_LOCAL_TIME
+
+    @property
+    def mean_time(self) -> bool:
+        """Clocks kept the mean solar time of some place rather than a standard offset.
+
+        tzdata marks a place's own mean time "LMT"; city mean times used as legal time carry their own
+        names but an offset to the second (Paris Mean Time "PMT", +00:09:21, until 1911; Dublin Mean
+        Time −00:25:21, until 1916, with summer time on it in 1916). Every standard offset is a whole
+        number of minutes.
+        """
+        return self.abbreviation == "LMT" or self.standard_offset % dt.timedelta(minutes=1) != _ZERO
+
+    def local_start(self, previous: Period) -> dt.datetime:
+        """When the period began on the clocks it replaced (how the change is dated in law)."""
+        assert self.start is not None
+        return self.start + previous.utc_offset
+
+
+class ZonePeriods:
+    """Every period of one zone, in order, from its first record to ``LISTED_UNTIL`` (the last one holds
+    there, and for zones without summer time any time after)."""
+
+    def __init__(self, periods: Sequence[Period]):
+        self.periods = tuple(periods)
+        self._starts = [period.start for period in self.periods[1:]]
+
+    def at(self, utc: dt.datetime) -> Period:
+        """The period in effect at the naive UTC instant ``utc`` (a period includes its start)."""
+        return self.periods[bisect.bisect_right(self._starts, utc)]
+
+
+@functools.cache
+def zone_periods(name: str) -> ZonePeriods:
+    """The periods of the zone or link ``name``, read once per name (links share their zone's).
+
+    Raises ``unknown_zone(name)`` (TIMEZONE_RESOLUTION_FAILED) for a name the package lacks.
+    """
+    if not has_zone(name):
+        raise unknown_zone(name)
+    return _read_zone_periods(canonical_zone(name))
+
+
+class _Phase(NamedTuple):
+    """One period as tzdata's main data has it: the offset, and summer time relative to the zone line's
+    standard offset (negative in the low phase of negative DST)."""
+
+    utc_offset: dt.timedelta
+    save: dt.timedelta
+
+
+@functools.cache
+def _read_zone_periods(name: str) -> ZonePeriods:
+    tzif = _parse_tzif(zone_file(name))
+    footer = _FooterRule.parse(tzif.footer)
+    listed = [*tzif.transitions, *_footer_transitions(tzif, footer)]
+    starts = [None, *(when for when, _ in listed)]
+    types = [tzif.initial, *(kind for _, kind in listed)]
+    eras = [_Era.parse(fields) for fields in zone_lines(name)]
+    phases = []
+    for start, kind, standard in zip(starts, types, _era_offsets(eras, starts, types), strict=True):
+        phase = _Phase(kind.utc_offset, kind.utc_offset - standard)
+        # zic flags a type DST exactly when its save is not zero: the two files must agree.
+        if kind.is_dst != (phase.save != _ZERO):
+            raise ValueError(f"{name}: the zone line read for the period from {start} contradicts the "
+                             "TZif file's DST flag")
+        phases.append(phase)
+    following = None
+    if footer is not None:  # the footer rule goes on switching after the last period listed
+        alternate = footer.standard if types[-1] == footer.summer else footer.summer
+        following = _Phase(alternate.utc_offset, alternate.utc_offset - eras[-1].standard_offset)
+    standards = _standard_offsets(phases, following)
+    return ZonePeriods([Period(start, kind.utc_offset, standard, kind.abbreviation)
+                        for start, kind, standard in zip(starts, types, standards, strict=True)])
+
+
+def _standard_offsets(phases: list[_Phase], after_last: _Phase | None) -> list[dt.timedelta]:
+    """The standard offset under each period, with negative DST re-based as tzdata's rearguard format
+    does it: summer time is always ≥ 0, on top of the lower of the two offsets.
+
+    * A positive save is summer time on the zone line's standard offset: Paris's CEST on +01:00, and
+      London's double summer time of 1941–45 and 1947 (BDST, +02:00) two hours on GMT, although
+      single summer time (+01:00) came before and after it all through the war.
+    * A negative save (Dublin's winter GMT, Morocco's Ramadan months, Namibia's winter WAT) is the
+      zone's low phase: standard time as people know it.
+    * A period at the zone line's standard offset that lies between two lower ones, at least one of them
+      such a low phase, is the summer half: Dublin's IST is summer time on GMT. One lower neighbour is
+      not enough: Ireland kept +01:00 all year as standard time from 1968 to 1971, and Namibia has kept
+      +02:00 as standard time since September 2017 (its law of 24 October 2017, which the rearguard
+      data dates it from, changed nothing on the clocks, so TZif cannot show it). For the same reason
+      Morocco's +01:00 from October 2018, when it stopped changing its clocks, to Ramadan 2019 reads as
+      standard time, as its zone line has it (the rearguard format calls it summer time on +00:00, for
+      want of negative DST); from Ramadan 2019 to September 2026 its +01:00 lies between lower
+      stretches and is summer time.
+    """
+    standards = []
+    for index, phase in enumerate(phases):
+        if phase.save > _ZERO:
+            standards.append(phase.utc_offset - phase.save)
+            continue
+        # The initial period (local mean time, or "-00") has no neighbour before it and is never summer.
+        before = phases[index - 1:index]
+        after = phases[index + 1:index + 2] or ([after_last] if after_last else [])
+        neighbours = before + after if before else []
+        lower = [other.utc_offset for other in neighbours if other.utc_offset < phase.utc_offset]
+        high_phase = (phase.save == _ZERO and len(lower) == 2
+                      and any(other.save < _ZERO for other in neighbours))
+        standards.append(max(lower) if high_phase else phase.utc_offset)
+    return standards
+
+
+# --- tzdata.zi zone lines ----------------------------------------------------------------------------
+
+# zic's English names (calendar.month_name would follow the locale), Monday first as date.weekday() counts.
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_UNTIL_CLOCKS = "wsugz"  # local wall clock (the default), local standard time, UT (three spellings)
+
+
+def _by_prefix(word: str, names: tuple[str, ...]) -> int:
+    """zic takes any unambiguous prefix of a month or weekday name; tzdata.zi uses the shortest ("Ja")."""
+    matches = [index for index, name in enumerate(names) if name.lower().startswith(word.lower())]
+    if len(matches) != 1:
+        raise ValueError(f"not one month or weekday name: {word!r}")
+    return matches[0]
+
+
+def _duration(text: str) -> dt.timedelta:
+    """``[-]h[:mm[:ss]]``, as zic writes offsets and times of day."""
+    sign = -1 if text.startswith("-") else 1
+    hours, minutes, seconds = (int(part) for part in (*text.lstrip("-").split(":"), "0", "0")[:3])
+    return sign * dt.timedelta(hours=hours, minutes=minutes, seconds=seconds)
+
+
+def _day_of_month(year: int, month: int, text: str) -> int:
+    """``15``, ``lastSun``, ``Sun>=8`` (the first Sunday on or after the 8th) or ``Sun<=25``."""
+    if text.startswith("last"):
+        text = f"{text[4:]}<={calendar.monthrange(year, month)[1]}"  # the last Sunday is Sun<=31
+    for operator, step in ((">=", 1), ("<=", -1)):
+        if operator in text:
+            name, bound = text.split(operator)
+            day, weekday = int(bound), _by_prefix(name, _WEEKDAYS)
+            while dt.date(year, month, day).weekday() != weekday:
+                day += step
+            return day
+    return int(text)
+
+
+@dataclass(frozen=True)
+class _Era:
+    """One zone line: the standard offset in force until a local date and time (None: to this day)."""
+
+    standard_offset: dt.timedelta
+    until: dt.datetime | None
+    until_clock: str  # one of _UNTIL_CLOCKS
+
+    @classmethod
+    def parse(cls, fields: list[str]) -> _Era:
+        """From STDOFF RULES FORMAT [YEAR [MONTH [DAY [TIME]]]]."""
+        standard_offset, until = _duration(fields[0]), fields[3:]
+        if not until:
+            return cls(standard_offset, None, "w")
+        year = int(until[0])
+        month = _by_prefix(until[1], _MONTHS) + 1 if len(until) > 1 else 1
+        day = _day_of_month(year, month, until[2]) if len(until) > 2 else 1
+        time = until[3] if len(until) > 3 else "0"
+        clock = time[-1] if time[-1] in _UNTIL_CLOCKS else "w"
+        return cls(standard_offset, dt.datetime(year, month, day) + _duration(time.rstrip(_UNTIL_CLOCKS)), clock)
+
+    def ended_by(self, instant: dt.datetime, wall_offset: dt.timedelta) -> bool:
+        """Whether the line's span is over at the UTC ``instant``, the clocks showing UTC + ``wall_offset``
+        until then."""
+        if self.until is None:
+            return False
+        clock_offset = {"w": wall_offset, "s": self.standard_offset}.get(self.until_clock, _ZERO)
+        return instant >= self.until - clock_offset
+
+
+def _era_offsets(eras: list[_Era], starts: list[dt.datetime | None],
+                 types: list[_LocalTimeType]) -> list[dt.timedelta]:
+    """The zone line's standard offset at the start of each period. zic writes a transition exactly where
+    a line ends if the clocks change there, so each period lies within one line's span."""
+    era = 0
+    offsets = []
+    for index, start in enumerate(starts):
+        while index and eras[era].ended_by(start, types[index - 1].utc_offset):
+            era += 1
+        offsets.append(eras[era].standard_offset)
+    return offsets
+
+
+# --- TZif files ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _LocalTimeType:
+    utc_offset: dt.timedelta
+    is_dst: bool  # tzdata's main data: summer time, or the low phase of negative DST
+    abbreviation: str
+
+
+@dataclass(frozen=True)
+class _TZif:
+    """The parts of a TZif file this module uses."""
+
+    transitions: tuple[tuple[dt.datetime, _LocalTimeType], ...]  # (naive UTC instant, type from then on)
+    initial: _LocalTimeType  # in effect before the first transition
+    footer: str  # POSIX TZ rule for instants after the last transition
+
+
+def _parse_tzif(data: bytes) -> _TZif:
+    """Read the version-2+ (64-bit) data block of a TZif file.
+
+    A TZif file holds a header and a 32-bit data block (kept for old readers), then, from version 2
+    on, a second header and the same data with 64-bit transition times, then a footer line.
+    """
+    magic, version, *counts = _HEADER.unpack_from(data, 0)
+    if magic != b"TZif" or version == b"\0":
+        raise ValueError("not a version 2+ TZif file")
+    isut_count, isstd_count, leap_count, time_count, type_count, char_count = counts
+    # Skip the 32-bit block: 4-byte times, 1-byte type indices, 6-byte types, abbreviation
+    # characters, 8-byte leap-second records, then the standard/wall and UT/local indicator bytes.
+    position = _HEADER.size + (time_count * 5 + type_count * 6 + char_count + leap_count * 8
+                               + isstd_count + isut_count)
+
+    magic, _, *counts = _HEADER.unpack_from(data, position)
+    if magic != b"TZif":
+        raise ValueError("missing the 64-bit TZif header")
+    isut_count, isstd_count, leap_count, time_count, type_count, char_count = counts
+    position += _HEADER.size
+
+    times = struct.unpack_from(f">{time_count}q", data, position)
+    position += 8 * time_count
+    type_indices = data[position:position + time_count]
+    position += time_count
+    raw_types = [_LOCAL_TIME_TYPE.unpack_from(data, position + 6 * i) for i in range(type_count)]
+    position += 6 * type_count
+    abbreviations = data[position:position + char_count]
+    position += char_count + leap_count * 12 + isstd_count + isut_count
+
+    def abbreviation(start: int) -> str:
+        return abbreviations[start:abbreviations.index(b"\0", start)].decode("ascii")
+
+    types = [_LocalTimeType(dt.timedelta(seconds=utoff), bool(isdst), abbreviation(index))
+             for utoff, isdst, index in raw_types]
+    footer = data[position:].strip(b"\n").decode("ascii")
+    return _TZif(
+        transitions=tuple((_EPOCH + dt.timedelta(seconds=when), types[index])
+                          for when, index in zip(times, type_indices, strict=True)),
+        # RFC 8536: local time type 0 applies before the first transition.
+        initial=types[0],
+        footer=footer,
+    )
+
+
+# --- the footer's POSIX TZ rule ----------------------------------------------------------------------
+
+_NAME = r"<[^>]*>|[A-Za-z]+"
+_TIME = r"[+-]?\d+(?::\d+){0,2}"
+_DATE = r"M\d+\.\d+\.\d+|J\d+|\d+"
+# std offset [dst [offset] ,start[/time],end[/time]] (POSIX, with RFC 8536's hours beyond ±24)
+_POSIX_TZ = re.compile(rf"(?P<std>{_NAME})(?P<std_offset>{_TIME})"
+                       rf"(?:(?P<dst>{_NAME})(?P<dst_offset>{_TIME})?"
+                       rf",(?P<start>{_DATE})(?:/(?P<start_time>{_TIME}))?"
+                       rf",(?P<end>{_DATE})(?:/(?P<end_time>{_TIME}))?)?")
+_DEFAULT_CHANGE_TIME = "2"  # POSIX: clocks change at 02:00 unless the rule says otherwise
+
+
+class _FooterRule(NamedTuple):
+    standard: _LocalTimeType
+    summer: _LocalTimeType
+    start: str  # date summer time starts, local standard time …
+    start_time: dt.timedelta
+    end: str  # … and ends, local summer time
+    end_time: dt.timedelta
+
+    @classmethod
+    def parse(cls, footer: str) -> _FooterRule | None:
+        """The footer's rule, or None when it names no summer time (``<+01>-1``, ``CAT-2``)."""
+        match = _POSIX_TZ.fullmatch(footer)
+        if match is None:
+            raise ValueError(f"not a POSIX TZ rule: {footer!r}")
+        if match["dst"] is None:
+            return None
+        # POSIX offsets count hours west of Greenwich; summer time is an hour ahead unless given.
+        standard_offset = -_duration(match["std_offset"])
+        summer_offset = (-_duration(match["dst_offset"]) if match["dst_offset"]
+                         else standard_offset + dt.timedelta(hours=1))
+        return cls(_LocalTimeType(standard_offset, False, match["std"].strip("<>")),
+                   _LocalTimeType(summer_offset, True, match["dst"].strip("<>")),
+                   match["start"], _duration(match["start_time"] or _DEFAULT_CHANGE_TIME),
+                   match["end"], _duration(match["end_time"] or _DEFAULT_CHANGE_TIME))
+
+    def transitions(self, year: int) -> list[tuple[dt.datetime, _LocalTimeType]]:
+        """The year's two changes, in order, as (naive UTC instant, type from then on)."""
+        start = _rule_date(year, self.start) + self.start_time - self.standard.utc_offset
+        end = _rule_date(year, self.end) + self.end_time - self.summer.utc_offset
+        return sorted([(start, self.summer), (end, self.standard)], key=lambda change: change[0])
+
+
+def _rule_date(year: int, text: str) -> dt.datetime:
+    """Midnight of a POSIX rule date: ``Mm.w.d`` (day d, 0 = Sunday, of week w, 5 = last, of month m),
+    ``Jn`` (day n of 1–365, 29 February never counted) or ``n`` (day n of 0–365, counted)."""
+    if text.startswith("M"):
+        month, week, weekday = (int(part) for part in text[1:].split("."))
+        first = dt.date(year, month, 1)
+        day = first + dt.timedelta(days=(weekday - first.isoweekday()) % 7, weeks=week - 1)
+        if day.month != month:  # week 5 of a month with four such weekdays
+            day -= dt.timedelta(weeks=1)
+    elif text.startswith("J"):
+        number = int(text[1:])
+        leap_day_before = calendar.isleap(year) and number >= 60
+        day = dt.date(year, 1, 1) + dt.timedelta(days=number - 1 + leap_day_before)
+    else:
+        day = dt.date(year, 1, 1) + dt.timedelta(days=int(text))
+    return dt.datetime.combine(day, dt.time())
+
+
+def _footer_transitions(tzif: _TZif, rule: _FooterRule | None) -> list[tuple[dt.datetime, _LocalTimeType]]:
+    """The footer rule's changes after the last transition of the file and before LISTED_UNTIL."""
+    if rule is None or not tzif.transitions:
+        # Every zone with a summer-time rule records at least its move from local mean time.
+        return []
+    last_start, current = tzif.transitions[-1]
+    changes = []
+    for year in range(last_start.year, LISTED_UNTIL.year + 1):
+        for when, kind in rule.transitions(year):
+            if last_start < when < LISTED_UNTIL and kind != current:
+                changes.append((when, kind))
+                current = kind
+    return changes
