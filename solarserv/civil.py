@@ -22,18 +22,14 @@ from solarserv.errors import invalid
 from solarserv.geo.periods import zone_periods
 from solarserv.geo.zones import TZDATA_VERSION, zone
 from solarserv.models import CivilInstant
-from solarserv.timefmt import format_offset
+from solarserv.timefmt import format_clock, format_offset
 
 _UTC = dt.UTC
 _MIDNIGHT, _MIDNIGHT_SECOND_FOLD = dt.time(), dt.time(fold=1)
 
 
-def _clock(moment: dt.datetime) -> str:
-    return moment.strftime("%H:%M:%S" if moment.second else "%H:%M")
-
-
 def _dated_clock(moment: dt.datetime) -> str:
-    return f"{moment:%Y-%m-%d} {_clock(moment)}"
+    return f"{moment:%Y-%m-%d} {format_clock(moment)}"
 
 
 def _offset_at(instant: dt.datetime, tz: ZoneInfo) -> dt.timedelta:
@@ -52,11 +48,11 @@ class _Gap:
         wall_start = (self.transition + self.offset_before).replace(tzinfo=None)
         wall_end = (self.transition + self.offset_after).replace(tzinfo=None)
         if wall_start.date() == wall_end.date() == wall.date():
-            jump = f"from {_clock(wall_start)} to {_clock(wall_end)}"
+            jump = f"from {format_clock(wall_start)} to {format_clock(wall_end)}"
         else:  # the jump crossed midnight, or skipped whole days (Pacific/Apia, 2011-12-30)
             jump = f"from {_dated_clock(wall_start)} to {_dated_clock(wall_end)}"
         return (
-            f"local_time {_clock(wall)} on {wall:%Y-%m-%d} does not exist in {zone_name}: clocks went "
+            f"local_time {format_clock(wall)} on {wall:%Y-%m-%d} does not exist in {zone_name}: clocks went "
             f"forward {jump} (UTC{format_offset(self.offset_before)} → UTC{format_offset(self.offset_after)})"
         )
 
