@@ -273,8 +273,7 @@ def hello_world_command(processes: int, canned_answer: Path | None = None) -> li
 
 def solarserv_environment(data_dir: Path, redis_url: str | None = None) -> dict[str, str]:
     """The embedded defaults (whatever solarserv settings this shell has are left out), except these."""
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in {setting.env for setting in config.SETTINGS}}
+    environment = config.without_settings(os.environ)
     environment.update(SOLARSERV_DATA_DIR=str(data_dir), ANON_RPM=str(RATE_LIMIT_OUT_OF_THE_WAY),
                        ADMIN_TOKEN="benchmark-only")  # a token of its own: no login link to print
     if redis_url:

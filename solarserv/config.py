@@ -106,6 +106,13 @@ class SettingsError(ValueError):
     """A setting's value cannot be used; the message names the variable or flag."""
 
 
+def without_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``environ`` without any variable that configures solarserv: the environment for a server
+    started on its embedded defaults (by the tests and benchmarks), whatever this shell has set."""
+    names = {setting.env for setting in SETTINGS}
+    return {name: value for name, value in environ.items() if name not in names}
+
+
 def shown_default(setting: Setting) -> str:
     """The default as the README table and --help show it."""
     if setting.default is None:

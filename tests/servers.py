@@ -5,14 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import subprocess
+import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import tornado.httpserver
 import tornado.netutil
 
+from solarserv import config
 from solarserv.web.app import Services, make_app
+
+
+def start_solarserv(arguments: Sequence[str], log_path: Path) -> subprocess.Popen:
+    """`python -m solarserv serve ARGUMENTS` as a real subprocess on its embedded defaults (this shell's
+    solarserv settings left out): its stdout piped as text for the lines it prints, its log to a file."""
+    with log_path.open("w") as log:  # the server keeps its own copy of the file
+        return subprocess.Popen([sys.executable, "-m", "solarserv", "serve", *arguments], stdout=subprocess.PIPE,
+                                stderr=log, text=True, env=config.without_settings(os.environ))
 
 
 @contextlib.contextmanager

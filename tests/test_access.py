@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import subprocess
 import sys
 import time
@@ -17,8 +16,8 @@ from urllib.parse import urlencode
 
 import pytest
 from counters import RedisServer, UnusedMinuteClock
+from servers import start_solarserv
 
-from solarserv import config
 from solarserv.keys import KeyStore
 from solarserv.ratelimit import RateLimiter, RedisCounters
 from solarserv.web.app import Services, make_app
@@ -288,13 +287,7 @@ class TestRedisOutage:
 
 def start_server(data_dir, redis_url: str, log_path) -> tuple[subprocess.Popen, str, list[str]]:
     """Start `solarserv serve --port 0`; return the process, its base URL and the lines it printed."""
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in {setting.env for setting in config.SETTINGS}}
-    with log_path.open("w") as log:  # the server keeps its own copy of the file
-        process = subprocess.Popen(
-            [sys.executable, "-m", "solarserv", "serve", "--port", "0", "--data-dir", str(data_dir),
-             "--redis-url", redis_url],
-            stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
+    process = start_solarserv(["--port", "0", "--data-dir", str(data_dir), "--redis-url", redis_url], log_path)
     printed = []
     for line in process.stdout:
         printed.append(line.strip())

@@ -6,15 +6,12 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import json
-import os
 import re
-import subprocess
-import sys
 import urllib.request
 
 import pytest
+from servers import start_solarserv
 
-from solarserv import config
 from solarserv.cli import _console_line, main
 from solarserv.web.console import ConsoleSecrets
 
@@ -92,13 +89,8 @@ def test_the_console_line_names_a_host_a_browser_can_open(host, link_host, elsew
 
 @pytest.mark.slow
 def test_serving_on_every_interface_prints_a_login_link_that_opens_the_console(data_dir, tmp_path):
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in {setting.env for setting in config.SETTINGS}}
-    with (tmp_path / "server.log").open("w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "solarserv", "serve", "--host", "0.0.0.0", "--port", "0",
-             "--data-dir", str(data_dir)],
-            stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
+    server = start_solarserv(["--host", "0.0.0.0", "--port", "0", "--data-dir", str(data_dir)],
+                             tmp_path / "server.log")
     try:
         ready, console_line = server.stdout.readline(), server.stdout.readline()
         port = ready.strip().rstrip("/").rsplit(":", 1)[1]

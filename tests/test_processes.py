@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import urllib.request
 
 import psutil
 import pytest
-
-from solarserv import config
+from servers import start_solarserv
 
 PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
 # New connections to make before giving up on seeing both workers answer: each worker listens on a
@@ -37,13 +33,8 @@ def healthz(base_url: str) -> dict:
 def two_workers(data_dir, tmp_path):
     """`solarserv serve --processes 2 --port 0` as a real subprocess; yields (process, base URL, lines).
     The session's data dir already holds the gazetteer index, so the workers open it at once."""
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in {setting.env for setting in config.SETTINGS}}
-    with (tmp_path / "server.log").open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "solarserv", "serve", "--processes", "2", "--port", "0",
-             "--data-dir", str(data_dir)],
-            stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
+    process = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir)],
+                              tmp_path / "server.log")
     printed = []
     try:
         # Each worker prints the ready line when it accepts connections; the first also the console line.
