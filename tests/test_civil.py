@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from solarserv.civil import day_bounds_utc, format_offset, resolve
 from solarserv.errors import ApiError
+from solarserv.geo.periods import zone_periods
 from solarserv.geo.tzhistory import zone_history
 from solarserv.geo.zones import TZDATA_VERSION, canonical_zone, zone, zone_names
 
@@ -389,3 +390,35 @@ def test_resolve_and_the_zone_history_read_every_instant_alike():
     text (zone_history) give the same offset, standard offset and summer time."""
     found = [line for zone_name in CANONICAL_ZONES for line in _disagreements(zone_name)]
     assert not found, f"{len(found)} disagreements, e.g.:\n" + "\n".join(found[:25])
+
+
+def test_nuuk_kept_minus_two_until_the_eu_rule_began_in_october_2023():
+    # zoneinfo reads this wall time with the rule that began only at 01:00 UTC the next day (−01:00 with
+    # summer time), so the same instant would come back as 22:30: the clocks showed −02:00 all evening.
+    civil = resolve(dt.date(2023, 10, 28), dt.time(23, 30), "America/Nuuk")
+    assert civil.utc == dt.datetime(2023, 10, 29, 1, 30, tzinfo=UTC)
+    assert (civil.utc_offset, civil.dst_offset, civil.ambiguous) == (dt.timedelta(hours=-2), dt.timedelta(0), False)
+    assert day_bounds_utc(dt.date(2023, 10, 28), "America/Nuuk")[1] == dt.datetime(2023, 10, 29, 2, tzinfo=UTC)
+
+
+TRANSITION_OFFSETS = [dt.timedelta(seconds=seconds) for seconds in (-3600, -1, 0, 1, 1799, 3600, 7199)]
+
+
+def test_every_clock_reading_near_every_transition_resolves_to_when_the_clocks_showed_it():
+    """Both sides of every transition 1900–2050 in every zone: the wall time the clocks showed at an
+    instant (zoneinfo reads UTC → local right) resolves to that instant, or, if the clocks showed it twice,
+    to the earlier one."""
+    wrong = []
+    for zone_name in CANONICAL_ZONES:
+        tz = zone(zone_name)
+        for period in zone_periods(zone_name).periods[1:]:
+            for offset in TRANSITION_OFFSETS:
+                instant = (period.start + offset).replace(tzinfo=UTC)
+                if not dt.datetime(1900, 1, 2, tzinfo=UTC) <= instant < dt.datetime(2050, 12, 31, tzinfo=UTC):
+                    continue
+                wall = instant.astimezone(tz).replace(tzinfo=None)
+                civil = resolve(wall.date(), wall.time(), zone_name)
+                if not (civil.utc == instant or (civil.ambiguous and civil.utc < instant)) or \
+                        (civil.utc + civil.utc_offset).replace(tzinfo=None) != wall:
+                    wrong.append(f"{zone_name} {wall}: {civil.utc} {format_offset(civil.utc_offset)}, not {instant}")
+    assert not wrong, f"{len(wrong)} wrong, e.g.:\n" + "\n".join(wrong[:20])

@@ -41,6 +41,7 @@ from solarserv.geo.zones import canonical_zone, has_zone, unknown_zone, zone_fil
 #: Periods are listed up to this UTC instant: past 2050-12-31, the last date the service answers
 #: (``solar.ephemeris.SUPPORTED_LAST_DATE``), in every zone. Later periods repeat the footer rule.
 LISTED_UNTIL = dt.datetime(2052, 1, 1)
+_A_DAY = dt.timedelta(days=1)
 
 _ZERO = dt.timedelta(0)
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -100,6 +101,42 @@ class ZonePeriods:
     def at(self, utc: dt.datetime) -> Period:
         """The period in effect at the naive UTC instant ``utc`` (a period includes its start)."""
         return self.periods[bisect.bisect_right(self._starts, utc)]
+
+    def showing(self, wall: dt.datetime) -> list[tuple[dt.datetime, Period]]:
+        """Each (naive UTC instant, period) at which the clocks showed the naive wall time ``wall``,
+        earliest first: none when a jump forward skipped it, two when the clocks went back over it.
+
+        Told from the periods themselves, not by zoneinfo, which errs here: for a wall time after a
+        file's last transition it applies the zone's future rule even before the rule takes effect
+        (America/Nuuk on 2023-10-28 at 23:30, when the clocks still showed −02:00, reads as −01:00)."""
+        found = []
+        for index in self._around(wall):
+            period = self.periods[index]
+            utc = wall - period.utc_offset
+            if self._begins(index) <= utc < self._begins(index + 1):
+                found.append((utc, period))
+        return found
+
+    def jump_over(self, wall: dt.datetime) -> tuple[dt.datetime, Period, Period]:
+        """For a wall time no period shows: the naive UTC instant the clocks jumped over it, and the
+        periods before and after the jump."""
+        for index in self._around(wall):
+            if index:
+                jump, before, after = self._starts[index - 1], self.periods[index - 1], self.periods[index]
+                if jump + before.utc_offset <= wall < jump + after.utc_offset:
+                    return jump, before, after
+        raise ValueError(f"the clocks showed {wall}")
+
+    def _around(self, wall: dt.datetime) -> range:
+        """Indexes of the periods that can show ``wall``: no UTC offset is a day or more from the clock."""
+        return range(bisect.bisect_left(self._starts, wall - _A_DAY),
+                     bisect.bisect_right(self._starts, wall + _A_DAY) + 1)
+
+    def _begins(self, index: int) -> dt.datetime:
+        """Where the period ``index`` begins (the first one: always; one past the last: never)."""
+        if index == 0:
+            return dt.datetime.min
+        return self._starts[index - 1] if index <= len(self._starts) else dt.datetime.max
 
 
 @functools.cache
