@@ -14,9 +14,16 @@ from collections.abc import Callable
 from narratives import degrees, duration, long_date, signed_duration
 from solarserv.hookspecs import Check, hookimpl
 from solarserv.models import Report
-from solarserv.timefmt import format_hm, format_hms, format_longitude, format_offset
+from solarserv.timefmt import (
+    SECONDS_PER_DAY,
+    format_hm,
+    format_hms,
+    format_longitude,
+    format_offset,
+    round_to_second,
+    seconds_of_day,
+)
 
-SECONDS_PER_DAY = 86400
 NOON_SECONDS = 43200  # true solar time at solar noon
 MINUTES_PER_DEGREE = 4  # the Earth turns 360° in 24 h
 DEGREES_PER_HOUR = 15
@@ -79,7 +86,7 @@ def longitude_correction_matches_meridian(report: Report) -> Check:
 
 def total_matches_hour_angle(report: Report) -> Check:
     """EoT + correction − DST must equal what the Sun's hour angle says minus the civil clock."""
-    from_hour_angle = report.sun.true_solar_seconds - _seconds_since_midnight(report.civil.local)
+    from_hour_angle = report.sun.true_solar_seconds - seconds_of_day(report.civil.local)
     total = report.total_difference_minutes
     agrees = abs(math.remainder(from_hour_angle - total * 60, SECONDS_PER_DAY)) <= TOTAL_TOLERANCE_SECONDS
     return Check(agrees,
@@ -92,13 +99,15 @@ def total_matches_hour_angle(report: Report) -> Check:
 
 def true_solar_time_is_local_plus_total(report: Report) -> Check:
     # true_solar is local time + total by definition (Report.true_solar); what can go wrong is that sum
-    # disagreeing with the Sun's hour angle.
-    local, true_solar = report.civil.local, report.true_solar
-    matches_sun = abs(math.remainder(_seconds_since_midnight(true_solar) - report.sun.true_solar_seconds,
+    # disagreeing with the Sun's hour angle. The comparison takes the exact reading; the text shows it
+    # rounded to the second, date included, as the JSON does (23:59:59.6 is 00:00:00 of the next day).
+    local = report.civil.local
+    matches_sun = abs(math.remainder(seconds_of_day(report.true_solar) - report.sun.true_solar_seconds,
                                      SECONDS_PER_DAY)) < TRUE_SOLAR_TOLERANCE_SECONDS
-    other_day = f" on {long_date(true_solar.date())}" if true_solar.date() != local.date() else ""
+    shown = round_to_second(report.true_solar)
+    other_day = f" on {long_date(shown.date())}" if shown.date() != local.date() else ""
     return Check(matches_sun,
-                 f"true solar time {format_hms(true_solar)}{other_day} = local time {format_hms(local)} "
+                 f"true solar time {format_hms(shown)}{other_day} = local time {format_hms(local)} "
                  f"{signed_duration(report.total_difference_minutes)}, the reading of the Sun's hour angle")
 
 
@@ -137,10 +146,6 @@ def solar_noon_at_twelve(report: Report) -> Check:
     return Check(error <= allowed,
                  f"solar noon at {format_hms(events.solar_noon)} clock time is 12:00 true solar time "
                  f"(carried from now: {error:.1f} s off, {allowed:.1f} s allowed)")
-
-
-def _seconds_since_midnight(moment: dt.datetime) -> float:
-    return (moment - moment.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds()
 
 
 def _seconds_between(start: dt.datetime, end: dt.datetime) -> float:

@@ -34,8 +34,13 @@ class Narrative:
 
     ``shared=True`` declares that the text follows from the values alone, whatever the report: the
     template then sees only its values (no ``report``), and the narrator renders each distinct set of
-    values once and reuses the text (the values must be hashable). The built-in historical context uses
-    it for the zone's record, the same on every request in that zone.
+    values once and reuses the text. The built-in historical context uses it for the zone's record, the
+    same on every request in that zone. The values of a shared Narrative are compared as cache keys:
+
+    * each must be hashable (a nested Narrative is fine: it is keyed by its text);
+    * values of the same type that compare equal must render alike. Types are told apart (1, True and
+      1.0 are three keys), but 0.0 and -0.0 are one key, and so are aware date-times of the same instant
+      in different zones: pass such values as text, or date-times naive in the zone to show.
     """
 
     template: str

@@ -163,16 +163,20 @@ class Narrator:
             if value is not None:
                 yield _Contribution(impl.plugin_name, value)
 
-    def _render(self, narrative: Narrative, report: Report) -> str:
+    def _render(self, narrative: Narrative, report: Report | None) -> str:
         if narrative.shared or report is None:  # inside a shared text, everything follows from the values
-            return self._shared_text(narrative.template, tuple(narrative.values.items()))
+            # Nested Narratives as their text (a Narrative holds a dict: it cannot be a key), and each value
+            # with its type: 1, True and 1.0 are equal keys but print differently.
+            key = tuple([(name, type(value), self._render(value, None) if isinstance(value, Narrative) else value)
+                         for name, value in narrative.values.items()])
+            return self._shared_text(narrative.template, key)
         template = self.templates.get_template(narrative.template)
         return template.render(report=report, **self._resolved(narrative.values, report)).strip()
 
-    def _render_shared(self, template: str, values: tuple[tuple[str, Any], ...]) -> str:
-        return self.templates.get_template(template).render(**self._resolved(dict(values), None)).strip()
+    def _render_shared(self, template: str, key: tuple[tuple[str, type, Any], ...]) -> str:
+        return self.templates.get_template(template).render({name: value for name, _, value in key}).strip()
 
-    def _resolved(self, values: Mapping[str, Any], report: Report | None) -> dict[str, Any]:
+    def _resolved(self, values: Mapping[str, Any], report: Report) -> dict[str, Any]:
         """The values with each nested Narrative replaced by its text."""
         return {name: self._render(value, report) if isinstance(value, Narrative) else value
                 for name, value in values.items()}
@@ -188,6 +192,7 @@ def _environment(template_dirs: list[Path]) -> jinja2.Environment:
         auto_reload=False,  # compiled once; templates do not change under a running server
     )
     env.filters.update(narratives.FILTERS)
+    env.tests.update(narratives.TESTS)
     # Compile every template now: a syntax error in an operator's override stops start-up with the
     # template's name instead of failing each request, and no request pays for compiling.
     for name in env.list_templates(extensions=["j2"]):

@@ -2,8 +2,9 @@
 
 The result JSON (solarserv.result) calls these functions; the texts reach the same functions as Jinja
 filters (narratives.FILTERS: ``hms``, ``hm``, ``clock``, ``offset``, ``latitude``, ``longitude``), so a
-time or a point reads the same wherever it appears. Times and offsets round half up: round() would send
-half a second to the even neighbour, and a clock reading should not depend on that.
+time or a point reads the same wherever it appears. Times round half up, and offsets by their size on
+either side of UTC: round() would send half a second to the even neighbour, and a clock reading should
+not depend on that.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 from typing import Literal
 
 SECONDS_PER_DAY = 86400
+_ZERO = dt.timedelta(0)
 # Both carry hour, minute, second and microsecond: what a clock reading is made of.
 _CLOCK_READINGS = (dt.datetime, dt.time)
 # Four decimals of a degree are at most 11 m on the ground, and in longitude 0.02 s of solar time:
@@ -42,7 +44,7 @@ def format_hms(value: dt.datetime | dt.time | float) -> str:
 
 def format_hm(value: dt.datetime | dt.time | float) -> str:
     """HH:MM to the nearest minute, rounded once from the exact time (13:04:29.6 → "13:04")."""
-    minutes = math.floor(_seconds_of_day(value) / 60 + 0.5) % 1440
+    minutes = math.floor(seconds_of_day(value) / 60 + 0.5) % 1440
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
@@ -52,7 +54,7 @@ def format_clock(value: dt.datetime | dt.time | float) -> str:
     return text[:5] if text.endswith(":00") else text
 
 
-def _seconds_of_day(value: dt.datetime | dt.time | float) -> float:
+def seconds_of_day(value: dt.datetime | dt.time | float) -> float:
     """Seconds since midnight of a date-time's or time's clock reading (a number is taken as is)."""
     if isinstance(value, _CLOCK_READINGS):
         return value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
@@ -62,12 +64,15 @@ def _seconds_of_day(value: dt.datetime | dt.time | float) -> float:
 def format_offset(offset: dt.timedelta, precision: Literal["auto", "minute", "second"] = "auto") -> str:
     """A UTC offset: "+05:45", "-10:00". "auto" adds seconds only when there are some (local mean time,
     "+00:09:21"); "minute" rounds to the nearest minute; "second" always shows them."""
-    # Half up (round() would send Ho Chi Minh's +07:06:30 of 1906 to +07:06).
-    total = math.floor(offset.total_seconds() + 0.5)
+    # The size rounds half up, then takes the sign: Ho Chi Minh's +07:06:30 of 1906 is +07:07 and
+    # Monrovia's -00:44:30 (to 1972) is -00:45; rounding the signed value half up would give -00:44.
+    # Whole-number arithmetic: this runs several times per request.
+    size = abs(offset)
+    total = size.days * SECONDS_PER_DAY + size.seconds + (size.microseconds >= 500_000)
     if precision == "minute":
-        total = 60 * math.floor(total / 60 + 0.5)
-    sign = "-" if total < 0 else "+"
-    hours, rest = divmod(abs(total), 3600)
+        total = (total + 30) // 60 * 60
+    sign = "-" if offset < _ZERO and total else "+"
+    hours, rest = divmod(total, 3600)
     minutes, seconds = divmod(rest, 60)
     text = f"{sign}{hours:02d}:{minutes:02d}"
     show_seconds = precision == "second" or (precision == "auto" and seconds)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import narratives
-from solarserv import timefmt
+from solarserv import civil, timefmt
 from solarserv.timefmt import (
     format_clock,
     format_coordinates,
@@ -18,6 +18,7 @@ from solarserv.timefmt import (
     format_hms,
     format_latitude,
     format_longitude,
+    format_offset,
     round_to_second,
 )
 
@@ -50,6 +51,35 @@ def test_hm_and_clock():
     assert format_clock(dt.time(14, 30)) == "14:30"
     assert format_clock(dt.time(14, 30, 5)) == "14:30:05"
     assert format_clock(dt.time(14, 29, 59, 700_000)) == "14:30"
+
+
+def hms_offset(hours: int, minutes: int, seconds: int, sign: int = 1) -> dt.timedelta:
+    return sign * dt.timedelta(hours=hours, minutes=minutes, seconds=seconds)
+
+
+@pytest.mark.parametrize(("offset", "minute", "exact"), [
+    (hms_offset(7, 6, 30), "+07:07", "+07:06:30"),  # Ho Chi Minh to 1911
+    (hms_offset(0, 44, 30, -1), "-00:45", "-00:44:30"),  # Monrovia 1919–1972
+    (hms_offset(5, 46, 30, -1), "-05:47", "-05:46:30"),  # Knox, Indiana, to 1883
+    (hms_offset(0, 25, 21, -1), "-00:25", "-00:25:21"),  # Dublin Mean Time
+    (hms_offset(0, 0, 29, -1), "+00:00", "-00:00:29"),  # rounds to zero: no minus sign
+    (hms_offset(0, 0, 30, -1), "-00:01", "-00:00:30"),
+])
+def test_offsets_round_by_their_size_on_either_side_of_utc(offset, minute, exact):
+    assert (format_offset(offset, "minute"), format_offset(offset, "second")) == (minute, exact)
+
+
+@given(st.integers(min_value=1, max_value=26 * 3600), st.sampled_from(["auto", "minute", "second"]))
+def test_an_offset_west_of_utc_reads_as_its_mirror_east_of_it(seconds, precision):
+    east = format_offset(dt.timedelta(seconds=seconds), precision)
+    west = format_offset(dt.timedelta(seconds=-seconds), precision)
+    assert west == (east if east.strip("+0:") == "" else "-" + east[1:])
+
+
+def test_the_json_offset_of_monrovia_mean_time_rounds_away_from_utc():
+    instant = civil.resolve(dt.date(1960, 7, 1), dt.time(12), "Africa/Monrovia")
+    assert instant.utc_offset == hms_offset(0, 44, 30, -1)
+    assert format_offset(instant.utc_offset, "minute") == "-00:45"
 
 
 @pytest.mark.parametrize(("latitude", "text"), [

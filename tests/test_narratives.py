@@ -16,6 +16,7 @@ from solarserv.errors import ApiError
 from solarserv.geo.tzhistory import SummerTimeRun, zone_history
 from solarserv.geo.zones import TZDATA_VERSION
 from solarserv.narration import Narrator, Texts
+from solarserv.result import result_json
 from solarserv.timefmt import format_offset as offset
 from solarserv.timefmt import round_to_second
 
@@ -32,6 +33,20 @@ def narrate(narrator: Narrator, place: str, date: str, time: str, **changes) -> 
 
 def true_solar_text(report) -> str:
     return hms(round_to_second(report.true_solar))
+
+
+def report_in(zone: str, latitude: float, longitude: float, date: str, time: str, display_name: str):
+    """A report for a zone PLACES does not cover, through report_at's location changes."""
+    return report_at("UTC", date, time, place_name=display_name.split(",")[0], display_name=display_name,
+                     latitude=latitude, longitude=longitude, timezone=zone)
+
+
+def st_johns(date: str, time: str):
+    return report_in("America/St_Johns", 47.5615, -52.7126, date, time, "St John's, Newfoundland, Canada")
+
+
+def troll(date: str, time: str):
+    return report_in("Antarctica/Troll", -72.0114, 2.5350, date, time, "Troll, Dronning Maud Land, Antarctica")
 
 
 # --- summary -------------------------------------------------------------------------------------------
@@ -87,6 +102,14 @@ def test_summary_in_local_mean_time_shows_the_exact_offset(narrator):
     assert f"{duration(report.total_difference_minutes)} ahead of the clock" in texts.summary
 
 
+def test_summary_tells_summer_time_kept_on_local_mean_time(narrator):
+    # Dublin Mean Time -00:25:21 plus the summer hour of 1916: the JSON says dst, so must the text.
+    texts, report = narrate(narrator, "Dublin", "1916-07-01", "12:00")
+    assert report.civil.dst and report.civil.local_mean_time
+    assert "(Europe/Dublin, UTC+00:34:39, summer time on local mean time)" in texts.summary
+    assert "minus 1 h of summer time." in texts.summary
+
+
 def test_summary_for_coordinates_names_the_point_and_the_place_near_it(narrator):
     texts, _ = narrate(narrator, "Paris", "2026-07-14", "14:30", source="coordinates",
                        place_name="48.8566°N, 2.3522°E")
@@ -131,6 +154,21 @@ def test_solar_context_polar_day_and_polar_night_in_tromso(narrator):
 def test_solar_context_in_local_mean_time_speaks_of_mean_time(narrator):
     texts, _ = narrate(narrator, "Paris", "1905-06-01", "12:00")
     assert "meridian 2.3375°E (UTC+00:09:21 local mean time" in texts.solar_context
+    summer, _ = narrate(narrator, "Dublin", "1916-07-01", "12:00")
+    assert "meridian 6.3375°W (UTC-00:25:21 local mean time" in summer.solar_context
+    assert "Summer time sets the clocks 1 h ahead of local mean time." in summer.solar_context
+
+
+def test_solar_context_puts_a_sunset_that_reads_midnight_after_midnight(narrator):
+    # North of the Arctic Circle in mid-May the sunset is seconds before midnight: shown as 00:00, it is
+    # told as after midnight, like the sunsets a minute later.
+    texts, report = narrate(narrator, "Tromsø", "2026-05-16", "12:00", latitude=69.6053)
+    sunset = report.events.sunset
+    assert sunset.date() == report.civil.local.date() and sunset.time() > dt.time(23, 59, 30)
+    assert f"rises at {narratives.hm(report.events.sunrise)} and sets at 00:00 after midnight." \
+        in texts.solar_context
+    earlier, _ = narrate(narrator, "Tromsø", "2026-05-15", "12:00")
+    assert "and sets at 23:48." in earlier.solar_context
 
 
 # --- historical context --------------------------------------------------------------------------------
@@ -160,6 +198,30 @@ def test_historical_context_dublin_reads_summer_time_as_people_know_it(narrator)
     winter, _ = narrate(narrator, "Dublin", "2026-01-10", "12:00")
     assert "the clocks showed standard time (GMT), UTC+00:00." in winter.historical_context
     assert "UTC-00:25:21" in winter.historical_context  # Dublin Mean Time
+
+
+def test_historical_context_tells_summer_time_kept_on_local_mean_time(narrator):
+    dublin = narrator.narrate(report_at("Dublin", "1916-07-01", "12:00")).historical_context
+    assert "On 1 July 1916 the clocks showed summer time (IST), UTC+00:34:39: local mean time UTC-00:25:21 " \
+           "plus 1 h." in dublin
+    # Newfoundland kept summer time on St John's mean time from 1918 until standard time in 1935.
+    newfoundland = narrator.narrate(st_johns("1930-07-01", "12:00")).historical_context
+    assert "On 1 July 1930 the clocks showed summer time (NDT), UTC-02:30:52: local mean time UTC-03:30:52 " \
+           "plus 1 h." in newfoundland
+    winter = narrator.narrate(st_johns("1930-01-15", "12:00")).historical_context
+    assert "On 15 January 1930 the clocks still kept local mean time (NST), UTC-03:30:52 exactly." in winter
+
+
+def test_historical_context_before_the_zone_has_local_time_says_there_was_none(narrator):
+    # tzdata's "-00": Troll station's record begins in 2005; before that it gives no local time, and the
+    # clock time given is taken as UTC.
+    history = narrator.narrate(troll("2000-01-10", "12:00")).historical_context
+    assert "tzdata's record of Antarctica/Troll begins on 12 February 2005." in history
+    assert "On 10 January 2000 there was no local time on record: tzdata records none here before " \
+           "12 February 2005, so the time given is read as UTC." in history
+    assert "showed standard time" not in history
+    recorded = narrator.narrate(troll("2005-02-12", "00:30")).historical_context
+    assert "On 12 February 2005 the clocks showed standard time, UTC+00:00." in recorded
 
 
 def test_historical_context_not_found_for_a_zone_without_history(narrator):
@@ -271,6 +333,8 @@ CASES = [
     ("Tromsø", "2026-12-21", "12:00"),
     ("Paris", "1905-06-01", "12:00"),
     ("Madrid", "2026-03-29", "23:59:59"),  # the evening clocks went forward
+    ("Paris", "2026-07-05", "01:55:07"),  # a sundial reading of 23:59:59.6, shown as 00:00:00
+    ("Dublin", "1916-07-01", "12:00"),  # summer time on Dublin Mean Time
 ]
 
 
@@ -290,6 +354,20 @@ def test_every_block_carries_this_reports_numbers_and_every_check_passes(narrato
     assert len(checks) >= len(validation.CHECKS) - 1
     assert all(check.passed for check in checks), [check.text for check in checks if not check.passed]
     assert texts.validation.count("✓ ") == len(checks) and "✗" not in texts.validation
+
+
+def test_validation_shows_the_true_solar_time_and_date_the_json_shows(narrator):
+    # Exactly 23:59:59.589 of 4 July: the JSON rounds it to 00:00:00 on 5 July, the civil date.
+    report = report_at("Paris", "2026-07-05", "01:55:07")
+    assert report.true_solar.date() == dt.date(2026, 7, 4)
+    result = result_json(report, narrator.narrate(report))
+    assert (result["true_solar_time"], result["true_solar_date"]) == ("00:00:00", "2026-07-05")
+    check = validation.true_solar_time_is_local_plus_total(report)
+    assert check.passed
+    assert check.text.startswith("true solar time 00:00:00 = local time 01:55:07 -1 h 55 min 7 s")
+    # A reading of another day names it, still as the JSON rounds it.
+    previous_day = validation.true_solar_time_is_local_plus_total(report_at("Kashgar", "2026-07-14", "01:30"))
+    assert "on 13 July 2026 = local time 01:30:00" in previous_day.text
 
 
 def test_validation_text_lists_checks_notes_and_confidence(narrator):

@@ -181,6 +181,13 @@ def test_an_override_of_the_zone_record_changes_the_historical_context(tmp_path,
     assert history.endswith(builtin_texts.historical_context.split(" On 14 July 2026 ")[1])
 
 
+def narrator_with_summary(monkeypatch, templates: Path, solarserv_summary) -> Narrator:
+    """The built-ins with `solarserv_summary` in place of the built-in summary (a block has one writer),
+    registered from the module as usual, and templates from `templates` first."""
+    monkeypatch.setattr(importlib.import_module("plugins.summary"), "solarserv_summary", solarserv_summary)
+    return Narrator.build(config.load(environ={"NARRATIVES_DIR": str(templates)}), third_party=False)
+
+
 def test_a_shared_narrative_sees_only_its_values_and_renders_once_per_values(tmp_path, monkeypatch):
     write(tmp_path, "counted.txt.j2", "{{ word }}: report {{ 'seen' if report is defined else 'unseen' }}")
     write(tmp_path, "summary.txt.j2", "{{ shared }} / {{ report.civil.zone }}")
@@ -190,9 +197,7 @@ def test_a_shared_narrative_sees_only_its_values_and_renders_once_per_values(tmp
         shared = Narrative("counted.txt.j2", {"word": report.civil.zone.split("/")[0]}, shared=True)
         return Narrative("summary.txt.j2", {"shared": shared})
 
-    # In place of the built-in summary (a block has one writer): registered from the module as usual.
-    monkeypatch.setattr(importlib.import_module("plugins.summary"), "solarserv_summary", solarserv_summary)
-    narrator = Narrator.build(config.load(environ={"NARRATIVES_DIR": str(tmp_path)}), third_party=False)
+    narrator = narrator_with_summary(monkeypatch, tmp_path, solarserv_summary)
     rendered = []
     original = narrator.templates.get_template
     monkeypatch.setattr(narrator.templates, "get_template",
@@ -203,6 +208,38 @@ def test_a_shared_narrative_sees_only_its_values_and_renders_once_per_values(tmp
                          "Asia: report unseen / Asia/Shanghai"]
     assert rendered.count("counted.txt.j2") == 2  # "Europe" once, "Asia" once
     assert rendered.count("summary.txt.j2") == 3
+
+
+def test_a_shared_narrative_can_hold_a_nested_narrative(tmp_path, monkeypatch, report):
+    write(tmp_path, "summary.txt.j2", "{{ shared }}")
+    write(tmp_path, "record.txt.j2", "record of {{ zone }}: {{ detail }}")
+    write(tmp_path, "detail.txt.j2", "{{ zone|length }} letters")
+
+    @hookimpl
+    def solarserv_summary(report):
+        zone = report.civil.zone
+        detail = Narrative("detail.txt.j2", {"zone": zone})
+        return Narrative("summary.txt.j2", {"shared": Narrative("record.txt.j2", {"zone": zone, "detail": detail},
+                                                                  shared=True)})
+
+    narrator = narrator_with_summary(monkeypatch, tmp_path, solarserv_summary)
+    texts = [narrator.narrate(report) for _ in range(2)]  # rendered, then from the cache
+    assert [text.summary for text in texts] == ["record of Europe/Paris: 12 letters"] * 2
+    assert "failed" not in texts[0].validation
+
+
+def test_equal_values_of_different_types_are_different_shared_texts(tmp_path, monkeypatch, report):
+    write(tmp_path, "summary.txt.j2", "{{ shared }}")
+    write(tmp_path, "value.txt.j2", "{{ value }}")
+    values = iter([1, True, 1.0, 1, True])
+
+    @hookimpl
+    def solarserv_summary(report):
+        return Narrative("summary.txt.j2", {"shared": Narrative("value.txt.j2", {"value": next(values)},
+                                                                  shared=True)})
+
+    narrator = narrator_with_summary(monkeypatch, tmp_path, solarserv_summary)
+    assert [narrator.narrate(report).summary for _ in range(5)] == ["1", "True", "1.0", "1", "True"]
 
 
 def test_a_broken_override_template_stops_start_up_naming_it(tmp_path):
