@@ -46,6 +46,9 @@ SESSION_ID_BYTES = 32
 # at most 4.2 ms in 1,200 `create`s measured (WAL, fsync on commit), so only a stuck writer is refused.
 WAIT_FOR_WRITER_SECONDS = 5.0
 SERVER_WAIT_FOR_WRITER_SECONDS = 0.1
+# Opening a store whose migrations are pending (a new data dir, an upgrade) takes the write lock, waiting up
+# to this long for it, in a server too: servers starting together on a new data dir queue there.
+WAIT_FOR_MIGRATION_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -153,40 +156,55 @@ class KeyStore:
         self.path = path
         self._clock = clock
         self._db = sqlite_utils.Database(path, execute_plugins=False)
-        # WAL: a writer (the CLI, the console in another process) never blocks the servers' reads, which
-        # run on their event loops. A store that cannot have it (an in-memory one) is refused.
-        self._db.enable_wal()
-        if self._db.journal_mode != "wal":
-            raise KeyStoreError(f"The key store {path} cannot be put in WAL mode (its journal mode is "
-                                f"{self._db.journal_mode!r}); servers rely on it to read keys without "
-                                "waiting for a writer.")
-        # Opening and migrating wait SQLite's default for the lock: servers starting together queue here.
-        self._migrate()
-        self._db.execute(f"pragma busy_timeout = {round(wait_for_writer * 1000)}")
+        try:
+            self._wait_for_writer(WAIT_FOR_MIGRATION_SECONDS)
+            self._set_up()
+        except BaseException:
+            self._db.close()  # a store that cannot be opened leaves no connection behind
+            raise
+        self._wait_for_writer(wait_for_writer)
 
     @classmethod
     def open(cls, data_dir: Path, wait_for_writer: float = WAIT_FOR_WRITER_SECONDS) -> KeyStore:
         data_dir.mkdir(parents=True, exist_ok=True)
         return cls(data_dir / "keys.db", wait_for_writer=wait_for_writer)
 
-    def _migrate(self) -> None:
-        # Two processes starting together on one data dir: the write lock makes the second wait, then
-        # find the migrations applied, instead of racing to create the same table.
-        with self._writing():
-            migrations.apply(self._db)
+    @_busy_is_refused
+    def _set_up(self) -> None:
+        # WAL: a writer (the CLI, the console in another process) never blocks the servers' reads, which
+        # run on their event loops. A store that cannot have it (an in-memory one) is refused.
+        self._db.enable_wal()
+        if self._db.journal_mode != "wal":
+            raise KeyStoreError(f"The key store {self.path} cannot be put in WAL mode (its journal mode is "
+                                f"{self._db.journal_mode!r}); servers rely on it to read keys without "
+                                "waiting for a writer.")
+        # Nearly every start finds the migrations applied: a read, which waits for no writer, so a store
+        # opens while another process holds the write lock. Pending migrations take that lock: two
+        # processes starting together on a new data dir queue there, and the second finds them applied
+        # instead of racing to create the same table.
+        if migrations.pending(self._db):
+            with self._writing():
+                migrations.apply(self._db)
+
+    def _wait_for_writer(self, seconds: float) -> None:
+        """How long a write waits for another process's write lock before SQLite says "locked"."""
+        self._db.execute(f"pragma busy_timeout = {round(seconds * 1000)}")
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
         """A transaction that takes the write lock first (BEGIN IMMEDIATE), waiting for it as long as this
         store waits. A plain BEGIN would take it at the first write, and sqlite-utils reads the table's
-        columns before inserting: a transaction that has read fails at once when the lock is taken."""
+        columns before inserting: a transaction that has read fails at once when the lock is taken.
+
+        Whatever fails inside, the COMMIT included (which leaves the transaction open, holding the lock),
+        is rolled back; `rollback` does nothing when the failure already ended the transaction."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._db.rollback()
             raise
-        self._db.execute("COMMIT")
 
     def close(self) -> None:
         self._db.close()

@@ -18,7 +18,7 @@ import pytest
 from counters import RedisServer, UnusedMinuteClock
 from servers import start_solarserv
 
-from solarserv.keys import KeyStore
+from solarserv.keys import KeyStore, KeyStoreBusy
 from solarserv.ratelimit import RateLimiter, RedisCounters
 from solarserv.web.app import Services, make_app
 
@@ -190,6 +190,21 @@ async def test_head_is_get_without_the_body_and_counts_like_it(api, keys):
     assert refused.status == 400 and refused.body == b"" and limits(refused)[1] == 7
     health = await api("/healthz", "HEAD")
     assert health.status == 200 and int(health.headers["Content-Length"]) > 0
+
+
+async def test_a_key_store_too_busy_to_look_up_the_key_is_503_with_retry_after(api, keys, monkeypatch, caplog):
+    # In WAL mode a read waits for no writer; it meets a busy database only in rare moments (another
+    # process recovering the log after a crash) that a test cannot bring about, so the store says so here.
+    def busy(key: str) -> None:
+        raise KeyStoreBusy(f"The key store {keys.path} is locked by another process's write; try again in a "
+                           "moment.")
+
+    monkeypatch.setattr(keys, "active_key", busy)
+    for reply in (await api(PARIS_GET, headers={"X-API-Key": UNKNOWN_KEY}),
+                  await api("/nope", headers={"X-API-Key": UNKNOWN_KEY})):
+        assert reply.status == 503 and reply.json()["error"]["code"] == "SERVICE_BUSY"
+        assert reply.headers["Retry-After"] == str(reply.json()["error"]["retry_after"]) == "1"
+    assert "locked by another process's write" in caplog.text and "Traceback" not in caplog.text
 
 
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])

@@ -65,6 +65,9 @@ class Browser:
     async def get(self, path: str, **headers: str):
         return await self._fetch(path, "GET", None, headers)
 
+    async def head(self, path: str):
+        return await self._fetch(path, "HEAD", None, {})
+
     async def post(self, path: str, form: dict | None = None, xsrf: bool = True):
         if xsrf and "_xsrf" not in self.cookies:
             # A rendered console page sets the XSRF cookie, as a browser gets it from the page with the form.
@@ -191,6 +194,21 @@ async def test_the_login_link_sets_a_session_and_keeps_the_token_out_of_urls_and
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     assert (await browser.get("/console")).code == 200
     assert caplog.records and not any(ADMIN_TOKEN in record.getMessage() for record in caplog.records)
+
+
+async def test_head_is_get_without_the_body_but_never_logs_in(browser, keys):
+    for path in ("/console/login", "/console/login?next=%2Fconsole", "/console"):
+        head = await browser.head(path)
+        got = await browser.get(path)
+        assert (head.code, head.body) == (got.code, b"") and head.headers.get("Location") == got.headers.get("Location")
+    # A HEAD of the login link (a link checker's, a chat's preview) does not log in, nor spend an attempt.
+    refused = await browser.head("/console/login?" + urlencode({"token": ADMIN_TOKEN}))
+    assert refused.code == 405 and SESSION_COOKIE not in browser.cookies
+    await browser.log_in()
+    head, got = await browser.head("/console"), await browser.get("/console")
+    assert (head.code, got.code, head.body) == (200, 200, b"")
+    assert head.headers["Content-Length"] == got.headers["Content-Length"] == str(len(got.body))
+    assert head.headers["Content-Security-Policy"] == got.headers["Content-Security-Policy"]
 
 
 async def test_the_login_form(browser):
@@ -466,10 +484,14 @@ async def test_every_input_is_labelled_and_every_action_is_a_button(browser, key
 
 async def test_the_console_files_are_served_from_the_service(browser):
     page = browser.text(await browser.get("/console/login"))
+    # The icon is linked, so a browser does not ask for /favicon.ico (an unknown path, which counts
+    # against the client's quota like any other).
     for asset, content_type in ((r"/static/console\.css\?v=\w+", "text/css"),
-                                (r"/static/console\.js\?v=\w+", "javascript")):
+                                (r"/static/console\.js\?v=\w+", "javascript"),
+                                (r"/static/page-icon\.svg\?v=\w+", "image/svg+xml")):
         path = re.search(asset, page).group()
         reply = await browser.get(path)
         assert reply.code == 200 and content_type in reply.headers["Content-Type"]
+    assert re.search(r'<link rel="icon" type="image/svg\+xml" href="/static/page-icon\.svg\?v=\w+">', page)
     links = re.findall(r'(?:src|href)="([^"]+)"', page)
     assert links and all(link.startswith("/") and not link.startswith("//") for link in links)  # no CDN

@@ -397,9 +397,14 @@ def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplo
     not_a_directory = tmp_path / "a-file"
     not_a_directory.write_text("")
     geocoder = OfflineGeocoder(not_a_directory)  # the build runs in a child process, which fails
-    error = refusal(geocoder, "Paris")
-    assert (error.code, error.status) == ("GEOCODER_UNAVAILABLE", 503)
-    assert "building the gazetteer index failed" in caplog.text
+    errors = [refusal(geocoder, "Paris") for _ in range(2)]
+    assert [(error.code, error.status) for error in errors] == [("GEOCODER_UNAVAILABLE", 503)] * 2
+    # The build's exception was logged once, in its thread, and is not raised again with every request
+    # (its traceback would grow each time): the 503 carries no stored exception along.
+    assert caplog.text.count("building the gazetteer index failed") == 1
+    assert [error.__context__ for error in errors] == [None, None]
+    assert describe(geocoder, 48.8584, 2.2945) is None  # coordinates are still answered, as themselves
+    assert not geocoder.ready
 
 
 def test_distance_and_bearing():
@@ -408,3 +413,22 @@ def test_distance_and_bearing():
     distance, bearing = distance_and_bearing(0.0, 179.5, 0.0, -179.5)  # across the antimeridian: due east
     assert distance == pytest.approx(111.195, abs=0.01) and bearing == pytest.approx(90.0)
     assert distance_and_bearing(10.0, 10.0, 9.0, 10.0)[1] == pytest.approx(180.0)
+
+
+def test_places_that_cannot_be_read_into_memory_leave_coordinates_shown_as_themselves(
+        geocoder, data_dir, monkeypatch, caplog):
+    asyncio.run(geocoder.gazetteer())  # the session's index is built
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("no room for the discs")
+
+    monkeypatch.setattr(gazetteer.PlaceDiscs, "load", out_of_memory)
+    failing = OfflineGeocoder(data_dir)
+    assert asyncio.run(failing.towns()) is None
+    # Display only: every request is answered (with no place name), the failure is logged once with
+    # its traceback, and /healthz's geocoder_ready shows it.
+    assert [describe(failing, 48.8584, 2.2945) for _ in range(3)] == [None, None, None]
+    failures = [record for record in caplog.records if "reading the places into memory" in record.message]
+    assert len(failures) == 1 and failures[0].exc_info[0] is MemoryError
+    assert not failing.ready
+    assert locate(failing, "Nairobi").place.timezone == "Africa/Nairobi"  # names do not need the discs

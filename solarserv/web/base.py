@@ -13,9 +13,13 @@ from typing import Any
 import tornado.web
 
 from solarserv.errors import ApiError
+from solarserv.keys import KeyStoreBusy
 from solarserv.web import access
 
 log = logging.getLogger("solarserv.web")
+
+# A client's next try after the key store was busy: another process held its lock longer than a server waits.
+BUSY_RETRY_SECONDS = 1
 
 _HTTP_CODES = {
     400: "INVALID_REQUEST",
@@ -36,6 +40,20 @@ class BaseHandler(tornado.web.RequestHandler):
         """The application's services (settings, pipeline, …): see solarserv.web.app.Services."""
         return self.application.settings["services"]
 
+    def head(self, *args: str) -> Any:
+        """HEAD is GET without the body (RFC 9110 §9.3.2): Tornado routes it to ``head``, which answers 405
+        unless defined, and drops the body of a HEAD response itself while keeping its Content-Length. So
+        the same work (for the API, the same count against the limit), the same status and headers as a
+        GET; 405 where there is no GET."""
+        return self.get(*args)
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, KeyStoreBusy):
+            # Answered 503 "try again" (see the write_error methods): another process's doing, not a fault.
+            log.warning("%s %s → 503: %s", self.request.method, self.request.path, value)
+        else:
+            super().log_exception(typ, value, tb)
+
 
 class ApiHandler(BaseHandler):
     """JSON in and out. Every failure, expected or not, is written by ``write_error`` as the envelope."""
@@ -55,12 +73,6 @@ class ApiHandler(BaseHandler):
         """Count the request and set the rate-limit headers; the caller decides what a refusal means."""
         self.admission = await access.admit(self.request, self.services)
         self._write_admission_headers()
-
-    def head(self, *args: str) -> Any:
-        """HEAD is GET without the body (RFC 9110 §9.3.2): Tornado routes it to ``head``, which answers 405
-        unless defined, and drops the body of a HEAD response itself while keeping its Content-Length. So
-        the same work, the same count against the limit, the same status and headers as a GET."""
-        return self.get(*args)
 
     def check_xsrf_cookie(self) -> None:
         """Exempt: the key travels in a header, never a cookie, so a cross-site form has no credential to
@@ -86,6 +98,8 @@ class ApiHandler(BaseHandler):
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         # send_error's clear() dropped the headers prepare set; the rate-limit ones belong on every answer.
         self._write_admission_headers()
+        if "retry_after" in error.extra:
+            self.set_header("Retry-After", str(error.extra["retry_after"]))
         self.finish(json.dumps(error.envelope(), ensure_ascii=False))
 
     def _write_admission_headers(self) -> None:
@@ -105,6 +119,9 @@ def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
     exception = exc_info[1] if exc_info else None
     if isinstance(exception, ApiError):
         return exception
+    if isinstance(exception, KeyStoreBusy):  # looking up the request's API key
+        return ApiError("SERVICE_BUSY", 503, "The API key store is busy with another process's write; retry in "
+                                             "a moment.", retry_after=BUSY_RETRY_SECONDS)
     if isinstance(exception, tornado.web.HTTPError) and exception.status_code < 500:
         code = _HTTP_CODES.get(exception.status_code, f"HTTP_{exception.status_code}")
         return ApiError(code, exception.status_code, exception.log_message or exception.reason
@@ -124,6 +141,9 @@ class NotFoundHandler(ApiHandler):
     Counted and given the rate-limit headers like an API request, so probing for paths costs a scanner
     its quota like any other traffic (429 once over the limit). Otherwise the answer is 404 whatever the
     key: a 401 would suggest that something exists there for a client with a key.
+
+    Not counted, because Tornado answers them before any handler code runs: a method it does not know
+    (PROPFIND, FOO: 405 on any path) and a missing file under /static/ (its StaticFileHandler's 404).
     """
 
     async def prepare(self) -> None:

@@ -34,15 +34,13 @@ import tornado.web
 
 from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStoreBusy, KeyStoreError
 from solarserv.web.access import client_ip, key_counter
-from solarserv.web.base import BaseHandler
+from solarserv.web.base import BUSY_RETRY_SECONDS, BaseHandler
 
 CONSOLE_PATH = "/console"
 LOGIN_PATH = "/console/login"
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
 LOGIN_ATTEMPTS_PER_MINUTE = 10
-# An operator's next try after a write refused because another process held the key store's lock.
-BUSY_RETRY_SECONDS = 1
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -52,7 +50,6 @@ SECURITY_HEADERS = {
 }
 
 access_log = logging.getLogger("tornado.access")
-log = logging.getLogger("solarserv.web")
 
 
 class Access(enum.Enum):
@@ -148,12 +145,6 @@ class ConsoleHandler(BaseHandler):
         self.render("console_error.html", status=status_code,
                     reason=tornado.httputil.responses.get(status_code, "Error"))
 
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, KeyStoreBusy):
-            log.warning("%s %s → 503: %s", self.request.method, self.request.path, value)
-        else:
-            super().log_exception(typ, value, tb)
-
 
 class LoginHandler(ConsoleHandler):
     access = Access.PUBLIC
@@ -166,6 +157,14 @@ class LoginHandler(ConsoleHandler):
             self.redirect(local_path(self.get_query_argument("next", None)))
         else:
             self._login_page()
+
+    async def head(self) -> None:
+        """As GET without the body, except for the login link: HEAD is meant to change nothing (link
+        checkers and previewers send it), so it never logs in, nor spends a login attempt."""
+        if self.get_query_argument("token", None) is not None:
+            # No log message: Tornado would log it with the request's URI, which holds the token.
+            raise tornado.web.HTTPError(405)
+        await self.get()
 
     async def post(self) -> None:
         await self._log_in(self.get_body_argument("token", ""))

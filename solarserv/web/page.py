@@ -32,10 +32,6 @@ class PageHandler(BaseHandler):
     def get(self) -> None:
         self.render("page.html")
 
-    def head(self) -> None:
-        """As GET, without the body: Tornado drops a HEAD response's body, keeping its headers and length."""
-        self.get()
-
 
 routes = [
     (r"/", PageHandler),
