@@ -222,14 +222,38 @@ def assert_events_within_tolerance(engine, events: SolarEvents, latitude: float,
     assert hour_angle_before < 0 < hour_angle_after
 
 
-# Within a degree of a pole a grazing Sun's altitude changes so slowly that the search settles on the
-# altitude (test_grazing_events_find_the_standard_altitude) rather than on the clock.
+# Near a pole the Sun's altitude changes slowly, and the drift of its declination moves it as much as the
+# hour angle does: days where an earlier search stopped seconds to minutes from the crossing (as it did
+# at 89.9° in GRAZING_DAYS).
+NEAR_POLE_DAYS = [
+    ("Etc/GMT+1", "2025-09-23", 89.6469345880691, -20.86279832299354),  # sunset 00:25:41 UTC, not 00:17:53
+    ("Etc/GMT+5", "1931-09-21", -89.8548743871632, -69.79369444652947),  # sunrise 225 s off
+    ("Etc/UTC", "2027-03-22", 88.4, 78.0),
+    ("Etc/UTC", "2024-09-20", -90.0, 0.0),  # the South Pole's sunrise
+    # The last day with the Sun up, only from 10:50 to 11:36 UTC: its altitude peaks before noon (the
+    # declination falls fast), so before the sunrise the rate points away from it and false position runs.
+    ("Etc/UTC", "1905-09-27", 89.36866429603927, 3.784446737929926),
+    ("Etc/GMT+5", "1996-03-27", -87.9271330895386, -78.40524119486462),
+]
+
+
 @pytest.mark.parametrize(
-    ("zone", "date", "latitude", "longitude"),
-    MID_LATITUDE_DAYS + [day for day in GRAZING_DAYS if abs(day[2]) < 89],
+    ("zone", "date", "latitude", "longitude"), MID_LATITUDE_DAYS + GRAZING_DAYS + NEAR_POLE_DAYS
 )
 def test_events_lie_within_the_tolerance_of_the_exact_crossings(zone, date, latitude, longitude):
     assert_events_within_tolerance(ENGINE, events_for(zone, date, latitude, longitude), latitude, longitude)
+
+
+# Measured: at most 17 on 80,000 random near-pole and polar-circle days (its construction allows 68).
+MAX_CALLS_NEAR_POLES = 20
+
+
+@pytest.mark.parametrize(("zone", "date", "latitude", "longitude"), NEAR_POLE_DAYS)
+def test_events_near_the_poles_take_few_engine_calls(zone, date, latitude, longitude):
+    engine = CountingEngine()
+    events = events_for(zone, date, latitude, longitude, engine=engine)
+    assert events.sunrise is not None or events.sunset is not None
+    assert engine.calls <= MAX_CALLS_NEAR_POLES, engine.calls
 
 
 def test_events_are_given_in_the_zone_asked_for():
