@@ -28,8 +28,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-# tzdata's abbreviation for "no local time", from the module that reads tzdata's periods.
+# tzdata's abbreviation for "no local time" (the periods module reads it), and the month names and offsets
+# as solarserv.timefmt writes them.
 from solarserv.geo.periods import NO_LOCAL_TIME
+from solarserv.timefmt import MONTH_NAMES, format_offset
 
 # How times, offsets and coordinates are written is shared with the result JSON (solarserv.timefmt);
 # the filter names are the ones templates use.
@@ -38,11 +40,7 @@ from solarserv.timefmt import format_hm as hm
 from solarserv.timefmt import format_hms as hms
 from solarserv.timefmt import format_latitude as latitude
 from solarserv.timefmt import format_longitude as longitude
-from solarserv.timefmt import format_offset
 
-# English names, independent of the process locale (strftime's %B is not).
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")
 _COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
 
 
@@ -74,7 +72,7 @@ def compass(azimuth: float) -> str:
 
 def long_date(value: dt.date) -> str:
     """"14 July 2026"."""
-    return f"{value.day} {_MONTHS[value.month - 1]} {value.year}"
+    return f"{value.day} {MONTH_NAMES[value.month - 1]} {value.year}"
 
 
 def zone_abbreviation(value: str | None) -> str:

@@ -14,6 +14,9 @@ import math
 from typing import Literal
 
 SECONDS_PER_DAY = 86400
+# English month names, independent of the process locale (strftime's %B and calendar.month_name are not).
+MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December")
 _ZERO = dt.timedelta(0)
 # Both carry hour, minute, second and microsecond: what a clock reading is made of.
 _CLOCK_READINGS = (dt.datetime, dt.time)

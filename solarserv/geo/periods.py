@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from solarserv.geo.zones import canonical_zone, has_zone, unknown_zone, zone_file, zone_lines
+from solarserv.timefmt import MONTH_NAMES
 
 #: Periods are listed up to this UTC instant: past 2050-12-31, the last date the service answers
 #: (``solar.ephemeris.SUPPORTED_LAST_DATE``), in every zone. Later periods repeat the footer rule.
@@ -220,9 +221,7 @@ def _standard_offsets(phases: list[_Phase], after_last: _Phase | None) -> list[d
 
 # --- tzdata.zi zone lines ----------------------------------------------------------------------------
 
-# zic's English names (calendar.month_name would follow the locale), Monday first as date.weekday() counts.
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")
+# zic's English names (calendar.day_name would follow the locale), Monday first as date.weekday() counts.
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _UNTIL_CLOCKS = "wsugz"  # local wall clock (the default), local standard time, UT (three spellings)
 
@@ -271,7 +270,7 @@ class _Era:
         if not until:
             return cls(standard_offset, None, "w")
         year = int(until[0])
-        month = _by_prefix(until[1], _MONTHS) + 1 if len(until) > 1 else 1
+        month = _by_prefix(until[1], MONTH_NAMES) + 1 if len(until) > 1 else 1
         day = _day_of_month(year, month, until[2]) if len(until) > 2 else 1
         time = until[3] if len(until) > 3 else "0"
         clock = time[-1] if time[-1] in _UNTIL_CLOCKS else "w"
