@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import html.parser
 import logging
-import os
 import re
 import stat
 from http.cookies import SimpleCookie
@@ -14,10 +13,10 @@ from urllib.parse import urlencode
 import pytest
 import tornado.httpclient
 import tornado.web
+from browsers import launch_chromium
 from playwright.sync_api import sync_playwright
 from servers import serving_in_thread
-from test_keys import another_process_writing
-from test_page_browser import CHROMIUM, CHROMIUM_ARGS
+from writers import another_process_writing
 
 from solarserv.keys import SERVER_WAIT_FOR_WRITER_SECONDS, TIERS, KeyStore, Tier
 from solarserv.ratelimit import RateLimiter
@@ -384,13 +383,11 @@ async def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(browser
 @pytest.mark.browser
 def test_the_rpm_field_is_enabled_for_the_tiers_that_take_one_in_a_real_browser(settings, services, monkeypatch):
     """console.js, in headless Chromium: the field follows the data the page carries, for any tier table."""
-    if not CHROMIUM.exists() and os.environ.get("SOLARSERV_SKIP_BROWSER") == "1":
-        pytest.skip("SOLARSERV_SKIP_BROWSER=1 and no /usr/bin/chromium")
     monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
     build = lambda: Services(settings=settings, pipeline=services.pipeline, limiter=RateLimiter())  # noqa: E731
     # Chromium for this test only: Playwright's sync API holds an event loop in this thread while it is open.
     with serving_in_thread(settings, build) as base_url, sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        chromium = launch_chromium(playwright)
         try:
             page = chromium.new_page()
             errors = []

@@ -8,8 +8,6 @@ import hashlib
 import json
 import re
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 import pytest
 import sqlite_utils
+from writers import another_process_writing
 
 from solarserv import keys as keys_module
 from solarserv.cli import main
@@ -239,37 +238,6 @@ def test_expired_sessions_are_dropped_when_the_next_one_starts(store, clock):
 
 
 # Another process writing: the CLI or another server's console, a real process holding SQLite's write lock.
-
-
-HOLD_THE_WRITE_LOCK = """
-import sqlite3, sys
-connection = sqlite3.connect(sys.argv[1], isolation_level=None)
-connection.execute("begin immediate")
-connection.execute("update keys set status = 'inactive'")
-print("holding the write lock", flush=True)
-sys.stdin.readline()
-connection.execute("commit")
-"""
-
-
-@contextlib.contextmanager
-def another_process_writing(path: Path):
-    """A process that has deactivated every key in a transaction it holds open until the block ends, then
-    commits."""
-    writer = subprocess.Popen([sys.executable, "-c", HOLD_THE_WRITE_LOCK, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert writer.stdout.readline() == "holding the write lock\n"
-        yield
-        writer.stdin.write("\n")
-        writer.stdin.flush()
-        assert writer.wait(timeout=30) == 0
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-        writer.wait()
-        writer.stdin.close()
-        writer.stdout.close()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
-import os
 import re
 import urllib.error
 import urllib.request
@@ -21,6 +20,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
+from browsers import launch_chromium
 from counters import UnusedMinuteClock
 from playwright.sync_api import Page, sync_playwright
 from servers import serving_in_thread
@@ -31,9 +31,6 @@ from solarserv.web.app import Services
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 # The first answer of a session can wait for the gazetteer index to be built (about 15 s, longer on a busy
 # machine); this bounds how long the browser waits, it measures nothing.
@@ -47,14 +44,8 @@ NETWORK_LOG = re.compile(r"Failed to load resource: the server responded with a 
 def browser():
     # Module scope, not session: Playwright's sync API keeps an asyncio loop running in this thread while
     # it is open, and the Tornado tests in later modules need to run their own.
-    if not CHROMIUM.exists():
-        if os.environ.get("SOLARSERV_SKIP_BROWSER") == "1":
-            pytest.skip("SOLARSERV_SKIP_BROWSER=1 and no /usr/bin/chromium")
-        pytest.fail("The browser tests need Debian's Chromium at /usr/bin/chromium: run `apt-get install "
-                    "-y chromium` (scripts/test does when apt-get is usable), or set "
-                    "SOLARSERV_SKIP_BROWSER=1 to skip them.")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         yield browser
         browser.close()
 

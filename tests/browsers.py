@@ -1,0 +1,25 @@
+"""Debian's headless Chromium for the tests that drive a real browser (scripts/test installs it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Playwright
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def launch_chromium(playwright: Playwright) -> Browser:
+    """Headless Chromium; without it the test fails saying how to install it, or is skipped when
+    SOLARSERV_SKIP_BROWSER=1."""
+    if not CHROMIUM.exists():
+        if os.environ.get("SOLARSERV_SKIP_BROWSER") == "1":
+            pytest.skip("SOLARSERV_SKIP_BROWSER=1 and no /usr/bin/chromium")
+        pytest.fail("The browser tests need Debian's Chromium at /usr/bin/chromium: run `apt-get install "
+                    "-y chromium` (scripts/test does when apt-get is usable), or set "
+                    "SOLARSERV_SKIP_BROWSER=1 to skip them.")
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
