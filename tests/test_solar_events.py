@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 
 import pandas as pd
 import pvlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from solar_checks import MID_LATITUDE_DAYS, assert_events_within_tolerance, civil_day, events_for
 
-from solarserv.civil import day_bounds_utc
 from solarserv.geo.zones import zone as tzdata_zone
-from solarserv.models import SolarEvents, SunState
+from solarserv.models import SunState
 from solarserv.solar.ephemeris import skyfield_time
-from solarserv.solar.events import EVENT_TOLERANCE_SECONDS, STANDARD_ALTITUDE_DEGREES, solar_events
+from solarserv.solar.events import STANDARD_ALTITUDE_DEGREES, solar_events
 from solarserv.solar.reference import SkyfieldEngine, signed_seconds
 
 ENGINE = SkyfieldEngine()
@@ -44,16 +43,6 @@ class CountingEngine:
         return ENGINE.hour_angle_and_declination(unix_seconds, longitude)
 
 
-def civil_day(zone: str, date: dt.date) -> tuple[dt.datetime, dt.datetime]:
-    """Local midnight to the next local midnight, in UTC, as the service computes it (tzdata package)."""
-    return day_bounds_utc(date, zone)
-
-
-def events_for(zone: str, date: str, latitude: float, longitude: float, engine=ENGINE) -> SolarEvents:
-    start, end = civil_day(zone, dt.date.fromisoformat(date))
-    return solar_events(engine, start, end, latitude, longitude)
-
-
 def spa_event_seconds_apart(kind: str, instant: dt.datetime, latitude: float, longitude: float) -> float:
     """Seconds from SPA's sunrise / transit / sunset to ``instant``, both read as times of the UT day.
 
@@ -73,23 +62,6 @@ def spa_geometric_elevation(instant: dt.datetime, latitude: float, longitude: fl
     delta_t = float(skyfield_time(instant).delta_t)
     frame = pvlib.solarposition.spa_python(pd.DatetimeIndex([instant]), latitude, longitude, delta_t=delta_t)
     return float(frame["elevation"].iloc[0])
-
-
-# (zone, civil date, latitude, longitude): ordinary days where SPA's rise/set algorithm is at its best.
-MID_LATITUDE_DAYS = [
-    ("Europe/Paris", "2024-06-21", 48.8566, 2.3522),
-    ("Europe/Paris", "2024-03-31", 48.8566, 2.3522),  # 23-hour day (spring forward)
-    ("Europe/Paris", "2024-10-27", 48.8566, 2.3522),  # 25-hour day (fall back)
-    ("Asia/Kathmandu", "2024-03-01", 27.7172, 85.3240),
-    ("Asia/Shanghai", "2026-07-14", 39.4704, 75.9898),  # Kashgar: noon near 15:00 on the clock
-    ("Pacific/Kiritimati", "2024-03-01", 1.8721, -157.4278),
-    ("Pacific/Apia", "2024-01-10", -13.8333, -171.7667),
-    ("Australia/Adelaide", "2025-01-10", -34.9285, 138.6007),
-    ("America/St_Johns", "2024-11-03", 47.5615, -52.7126),
-    ("America/Guayaquil", "2024-03-20", -0.1807, -78.4678),
-    ("America/New_York", "1905-07-04", 40.7128, -74.0060),
-    ("Asia/Tokyo", "2045-12-21", 35.6762, 139.6503),
-]
 
 
 @pytest.mark.parametrize(("zone", "date", "latitude", "longitude"), MID_LATITUDE_DAYS)
@@ -196,30 +168,6 @@ def test_events_take_six_to_eight_engine_calls():
         engine = CountingEngine()
         events_for(zone, date, latitude, longitude, engine=engine)
         assert 6 <= engine.calls <= 8, (zone, date, engine.calls)
-
-
-def standard_altitude_height(engine, unix_seconds: float, latitude: float, longitude: float) -> float:
-    """sin(altitude) − sin(−0.8333°) from the engine's hour angle and declination: > 0 above it."""
-    hour_angle, declination = engine.hour_angle_and_declination(unix_seconds, longitude)
-    phi = math.radians(latitude)
-    sin_altitude = math.sin(phi) * math.sin(declination) + math.cos(phi) * math.cos(declination) * math.cos(
-        hour_angle
-    )
-    return sin_altitude - math.sin(math.radians(STANDARD_ALTITUDE_DEGREES))
-
-
-def assert_events_within_tolerance(engine, events: SolarEvents, latitude: float, longitude: float) -> None:
-    """Each sunrise and sunset lies within 0.1 s of the crossing of −0.8333° (the Sun is on opposite sides
-    of it 0.1 s before and after), and solar noon within 0.01 s of the hour angle's zero."""
-    for event in (events.sunrise, events.sunset):
-        if event is not None:
-            before, after = (standard_altitude_height(engine, event.timestamp() + delta, latitude, longitude)
-                             for delta in (-EVENT_TOLERANCE_SECONDS, EVENT_TOLERANCE_SECONDS))
-            assert before * after < 0, (event, before, after)
-    noon = events.solar_noon.timestamp()
-    hour_angle_before, _ = engine.hour_angle_and_declination(noon - 0.01, longitude)
-    hour_angle_after, _ = engine.hour_angle_and_declination(noon + 0.01, longitude)
-    assert hour_angle_before < 0 < hour_angle_after
 
 
 # Near a pole the Sun's altitude changes slowly, and the drift of its declination moves it as much as the

@@ -17,8 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from skyfield.earthlib import refract
-from test_solar_events import MID_LATITUDE_DAYS, assert_events_within_tolerance, events_for
-from test_solar_reference import CASES, SPA_REFRACTION_CUTOFF, degrees_apart, spa_at
+from solar_checks import (
+    CASES,
+    MID_LATITUDE_DAYS,
+    SPA_REFRACTION_CUTOFF,
+    assert_events_within_tolerance,
+    degrees_apart,
+    events_for,
+    spa_at,
+)
 
 from solarserv.solar import fast
 from solarserv.solar.ephemeris import iers_table_coverage, skyfield_time, timescale
