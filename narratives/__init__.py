@@ -47,9 +47,10 @@ _COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-
 def duration(minutes: float) -> str:
     """The size of a time difference: "2 h 52 min 18 s", "45 s", "1 h" (sign dropped, nearest second)."""
     hours, rest = divmod(math.floor(abs(minutes) * 60 + 0.5), 3600)  # half up, as times are
-    parts = [f"{hours} h" if hours else "", f"{rest // 60} min" if rest // 60 else "",
-             f"{rest % 60} s" if rest % 60 else ""]
-    return " ".join(part for part in parts if part) or "0 s"
+    mins, secs = divmod(rest, 60)
+    text = f"{hours} h {mins} min {secs} s" if hours else f"{mins} min {secs} s" if mins else f"{secs} s"
+    # Zero parts left out, but never the whole: "1 h", "2 min 5 s", "0 s".
+    return text.replace(" 0 min", "").replace(" 0 s", "") if text != "0 s" else text
 
 
 def signed_duration(minutes: float) -> str:

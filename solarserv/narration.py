@@ -14,7 +14,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -182,8 +182,16 @@ class Narrator:
                 for name, value in values.items()}
 
 
+class _NarrativeEnvironment(jinja2.Environment):
+    def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
+        """A template's globals as one plain dict, not Jinja's ChainMap over the environment's: every
+        render copies them into its context twice, and iterating a ChainMap there cost about 5 µs a render.
+        Equivalent here, as no global changes once the templates are loaded."""
+        return {**self.globals, **(d or {})}
+
+
 def _environment(template_dirs: list[Path]) -> jinja2.Environment:
-    env = jinja2.Environment(
+    env = _NarrativeEnvironment(
         loader=jinja2.FileSystemLoader([str(d) for d in template_dirs]),
         autoescape=False,  # plain-text narratives inside JSON, never HTML
         undefined=jinja2.StrictUndefined,

@@ -156,6 +156,14 @@ def test_a_template_in_narratives_dir_overrides_the_built_in(tmp_path, report, b
     assert texts.summary == builtin_texts.summary
 
 
+def test_an_override_can_use_jinjas_globals(tmp_path, report):
+    # The environment flattens each template's globals into a plain dict (solarserv.narration); Jinja's
+    # own globals must still be there, for the built-in templates and for every override alike.
+    write(tmp_path, "share.txt.j2", "{% set seen = namespace(n=0) %}{% for _ in range(3) %}"
+                                    "{% set seen.n = seen.n + 1 %}{% endfor %}{{ seen.n }} {{ dict(a=1) }}\n")
+    assert build(NARRATIVES_DIR=str(tmp_path)).narrate(report).share_text == "3 {'a': 1}"
+
+
 def test_a_plugin_can_ship_templates_that_narratives_dir_still_overrides(tmp_path, report):
     templates = tmp_path / "plugin_templates"
     write(templates, "summary.txt.j2", "Summary from the plugin's templates.\n")
