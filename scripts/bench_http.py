@@ -19,7 +19,10 @@ requests is checked for a 200 first, and every non-2xx answer under load is coun
 The hello-world server also answers POST /canned-json with a stored solarserv result: a reference that
 does only what any JSON API must (parse the request, decode its JSON body, encode and write a result of
 the same size), so the table shows how much of the gap to hello-world is HTTP and JSON and how much is
-solarserv's own work.
+solarserv's own work. A second reference is solarserv's own web application with the calculation left
+out (`bench_http.py web-layer`): the API's handlers, request parsing, admission, headers and access log
+as `solarserv serve` runs them, answering every request with the stored result. What it costs is what
+no change to the calculation or the texts can win back.
 """
 
 from __future__ import annotations
@@ -269,6 +272,10 @@ def solarserv_command(processes: int) -> list[str]:
 def hello_world_command(processes: int, canned_answer: Path | None = None) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), "hello-world", "--processes", str(processes),
             *(["--canned-answer", str(canned_answer)] if canned_answer else [])]
+
+
+def web_layer_command(canned_answer: Path) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "web-layer", "--canned-answer", str(canned_answer)]
 
 
 def solarserv_environment(data_dir: Path, redis_url: str | None = None) -> dict[str, str]:
@@ -522,6 +529,10 @@ def run_benchmark(bench: Bench) -> None:
         canned_1 = bench.measure(server, canned_posts)
     rows.append(Row("hello-world (baseline)", 1, hello_1, hello_1))
     rows.append(Row("reference: POST answered with a stored result (HTTP + JSON only)", 1, canned_1, hello_1))
+    with running(web_layer_command(canned_answer), solarserv_environment(data_dir), log) as server:
+        web_layer_1 = bench.measure(server, as_posts(coordinates))
+    rows.append(Row("reference: solarserv's web layer, every answer the stored result (no calculation, "
+                    "no texts)", 1, web_layer_1, hello_1))
     with running(solarserv_command(1), solarserv_environment(data_dir), log) as server:
         engine = server.health().get("ephemeris", "?")
         rows.append(Row("coordinates, GET", 1, bench.measure(server, as_gets(coordinates)), hello_1))
@@ -551,6 +562,12 @@ def run_benchmark(bench: Bench) -> None:
           f"{ratio:.2f} ×, p99 {goal.load.p99_ms:.1f} ms — "
           f"{'met' if ratio >= GOAL_RATIO and goal.load.p99_ms < GOAL_P99_MS else 'not met'}; "
           f"{goal.load.requests_per_second / canned_1.requests_per_second:.2f} × the stored-result reference")
+    # Closed-loop load on one busy process: a request's cost is the inverse of the throughput.
+    budget_us = 1e6 / (GOAL_RATIO * hello_1.requests_per_second) - 1e6 / web_layer_1.requests_per_second
+    spent_us = 1e6 / goal.load.requests_per_second - 1e6 / web_layer_1.requests_per_second
+    print(f"At that goal a request may cost {1e6 / (GOAL_RATIO * hello_1.requests_per_second):.0f} µs; "
+          f"solarserv's web layer alone costs {1e6 / web_layer_1.requests_per_second:.0f} µs, which leaves "
+          f"{budget_us:.0f} µs for the calculation and the texts. They cost {spent_us:.0f} µs now.")
     print("\n| start-up, seconds from spawning `solarserv serve` | to the ready line | to the first answer |")
     print("|---|---:|---:|")
     for what, (ready, answered) in (("first start, empty data dir (builds the gazetteer index)", first_start),
@@ -687,6 +704,39 @@ class CannedJsonHandler(tornado.web.RequestHandler):
         self.finish(json.dumps(self.answer, ensure_ascii=False))
 
 
+def serve_web_layer(canned_answer: Path) -> None:
+    """solarserv's application as `solarserv serve` builds it (settings from the environment, its
+    logging), on an unused port, with every solar-time request answered by the stored result."""
+    # Imported here: the hello-world servers run this file too, and their memory is measured without them.
+    from solarserv.cli import configure_logging
+    from solarserv.models import SolarQuery
+    from solarserv.pipeline import Pipeline
+    from solarserv.web.app import Services, make_app
+
+    class StoredResultPipeline(Pipeline):
+        """The pipeline with the calculation left out. Built like the real one, so health and the rest
+        of the application are unchanged."""
+
+        async def run(self, query: SolarQuery) -> dict[str, Any]:
+            return answer
+
+    answer = json.loads(canned_answer.read_text(encoding="utf-8"))
+    settings = config.load()
+    configure_logging(settings)
+    built = Pipeline.build(settings)
+    pipeline = StoredResultPipeline(built.geocoder, built.timezones, built.engine, built.narrator)
+    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+
+    async def serve() -> None:
+        server = tornado.httpserver.HTTPServer(make_app(settings, Services(settings=settings, pipeline=pipeline)))
+        server.add_sockets(sockets)
+        sys.stdout.write(f"web layer ready at http://127.0.0.1:{sockets[0].getsockname()[1]}/\n")
+        sys.stdout.flush()
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
 def serve_hello_world(processes: int, canned_answer: Path | None = None) -> None:
     sockets = tornado.netutil.bind_sockets(0, "127.0.0.1", reuse_port=processes > 1)
     port = sockets[0].getsockname()[1]
@@ -727,9 +777,15 @@ def main(argv: list[str] | None = None) -> int:
     hello = commands.add_parser("hello-world", help="serve the baseline handler (the benchmark starts it)")
     hello.add_argument("--processes", type=int, default=1)
     hello.add_argument("--canned-answer", type=Path, help=f"a result JSON file to answer POST {CANNED_JSON_PATH} with")
+    web_layer = commands.add_parser("web-layer", help="serve solarserv's application without the calculation "
+                                                     "(the benchmark starts it)")
+    web_layer.add_argument("--canned-answer", type=Path, required=True, help="the result JSON to answer with")
     args = parser.parse_args(argv)
     if args.command == "hello-world":
         serve_hello_world(args.processes, args.canned_answer)
+        return 0
+    if args.command == "web-layer":
+        serve_web_layer(args.canned_answer)
         return 0
 
     client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "asyncio")

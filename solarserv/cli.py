@@ -39,8 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = config.load(flags=vars(args))
     except config.SettingsError as exc:
         parser.error(str(exc))
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings)
     try:
         return args.command(settings, args)
     except (PluginConflict, PluginLoadError, FileNotFoundError, jinja2.TemplateError, KeyStoreBusy) as exc:
@@ -48,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
         # traceback.
         print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+
+
+def configure_logging(settings: Any) -> None:
+    """Log lines (the access log among them) to stderr at LOG_LEVEL, as every command writes them."""
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def _parser() -> argparse.ArgumentParser:
