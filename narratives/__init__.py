@@ -16,9 +16,6 @@ templates in ``NARRATIVES_DIR`` and third-party plugin templates can use the sam
     {{ report.sun.azimuth|compass }}                        south-east
     {{ report.query.date|long_date }}                       14 July 2026
     {% filter paragraph %} … {% endfilter %}               lines joined into one paragraph
-
-and the test ``no_local_time`` (``TESTS``): ``{% if report.civil.abbreviation is no_local_time %}`` holds
-where tzdata records no local time (its "-00"; the offset is then UTC's).
 """
 
 from __future__ import annotations
@@ -28,9 +25,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-# tzdata's abbreviation for "no local time" (the periods module reads it), and the month names and offsets
-# as solarserv.timefmt writes them.
-from solarserv.geo.periods import NO_LOCAL_TIME
+# The month names and offsets as solarserv.timefmt writes them.
 from solarserv.timefmt import MONTH_NAMES, format_offset
 
 # How times, offsets and coordinates are written is shared with the result JSON (solarserv.timefmt);
@@ -81,11 +76,6 @@ def zone_abbreviation(value: str | None) -> str:
     return f" ({value})" if value and value[:1].isalpha() else ""
 
 
-def no_local_time(abbreviation: str) -> bool:
-    """tzdata's abbreviation says no local time is on record ("-00"), e.g. before a place was settled."""
-    return abbreviation == NO_LOCAL_TIME
-
-
 def paragraph(text: str) -> str:
     """Join a template's lines into one paragraph: templates stay readable, the text flows."""
     return " ".join(text.split())
@@ -105,9 +95,4 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "long_date": long_date,
     "paragraph": paragraph,
     "zone_abbreviation": zone_abbreviation,
-}
-
-# Jinja tests, registered beside the filters: {% if report.civil.abbreviation is no_local_time %}.
-TESTS: dict[str, Callable[[Any], bool]] = {
-    "no_local_time": no_local_time,
 }

@@ -50,11 +50,11 @@ def utc_offset_is_consistent(report: Report) -> Check:
     clock_matches = abs((utc + civil.utc_offset - civil.local).total_seconds()) < CLOCK_RESOLUTION_SECONDS
     parts_add_up = (civil.standard_offset + civil.dst_offset == civil.utc_offset
                     and civil.dst_offset >= dt.timedelta(0))
+    parts = ("UTC, as tzdata records no local time here then" if civil.no_local_time else
+             f"standard time UTC{format_offset(civil.standard_offset)} + summer time {duration(report.dst_minutes)}")
     return Check(clock_matches and parts_add_up,
                  f"local time {format_hms(civil.local)} = UTC {format_hms(utc)} {format_offset(civil.utc_offset)}, "
-                 "which is "
-                 f"standard time UTC{format_offset(civil.standard_offset)} + summer time "
-                 f"{duration(report.dst_minutes)}")
+                 f"which is {parts}")
 
 
 def equation_of_time_in_range(report: Report) -> Check:

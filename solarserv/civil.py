@@ -78,6 +78,7 @@ def resolve(date: dt.date, local_time: dt.time, zone_name: str) -> CivilInstant:
         abbreviation=period.abbreviation,
         ambiguous=len(showing) > 1,
         local_mean_time=period.mean_time,
+        no_local_time=not period.inhabited,
         tzdata_version=TZDATA_VERSION,
     )
 

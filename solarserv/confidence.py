@@ -20,6 +20,9 @@ _ORDER = {"LOW": 0, "MEDIUM": 1, "HIGH": 2}
 def assess(location: Location, civil: CivilInstant, today: dt.date) -> Confidence:
     date = civil.local.date()
     rules: list[tuple[str, str]] = []
+    if civil.no_local_time:
+        rules.append(("LOW", "tzdata records no local time here on this date (none before the place was "
+                             "inhabited), so the time given was read as UTC"))
     if civil.local_mean_time:
         rules.append(("LOW", "the zone was still on local mean time on this date; its offset is a "
                              "reconstruction by the tz database"))

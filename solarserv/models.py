@@ -64,6 +64,9 @@ class CivilInstant:
     abbreviation: str
     ambiguous: bool  # a fall-back hour: the first occurrence was used
     local_mean_time: bool  # the zone was still on local mean time (pre-standard-time era)
+    # tzdata records no local time here then (its "-00": before a place was settled, or while it was
+    # abandoned); the clock time given is read as UTC.
+    no_local_time: bool
     tzdata_version: str
 
     @property

@@ -200,7 +200,6 @@ def _environment(template_dirs: list[Path]) -> jinja2.Environment:
         auto_reload=False,  # compiled once; templates do not change under a running server
     )
     env.filters.update(narratives.FILTERS)
-    env.tests.update(narratives.TESTS)
     # Compile every template now: a syntax error in an operator's override stops start-up with the
     # template's name instead of failing each request, and no request pays for compiling.
     for name in env.list_templates(extensions=["j2"]):

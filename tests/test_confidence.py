@@ -28,6 +28,8 @@ def test_coordinates_in_a_certain_zone_on_a_modern_date_are_high():
 
 @pytest.mark.parametrize("location,date,time,zone,expected,words", [
     (PARIS, "1905-06-01", "12:00", "Europe/Paris", "LOW", "local mean time"),
+    (dataclasses.replace(PARIS, latitude=-72.0114, longitude=2.535, timezone="Antarctica/Troll"), "2000-01-10",
+     "12:00", "Antarctica/Troll", "LOW", "no local time"),
     (PARIS, "2040-01-01", "12:00", "Europe/Paris", "LOW", "more than 10 years ahead"),
     (dataclasses.replace(PARIS, latitude=89.5), "2026-07-14", "12:00", "Europe/Paris", "LOW", "pole"),
     (PARIS, "1950-06-01", "12:00", "Europe/Paris", "MEDIUM", "before 1970"),

@@ -224,6 +224,21 @@ def test_historical_context_before_the_zone_has_local_time_says_there_was_none(n
     assert "On 12 February 2005 the clocks showed standard time, UTC+00:00." in recorded
 
 
+def test_every_text_says_a_time_without_local_time_on_record_was_read_as_utc(narrator):
+    texts = narrator.narrate(troll("2000-01-10", "12:00"))
+    assert "(Antarctica/Troll, UTC+00:00, no local time on record, so read as UTC)" in texts.summary
+    assert "standard meridian 0° (UTC, as tzdata records no local time here then, 15° per hour)" \
+        in texts.solar_context
+    assert "✓ local time 12:00:00 = UTC 12:00:00 +00:00, which is UTC, as tzdata records no local time here " \
+           "then\n" in texts.validation
+    assert "LOW: tzdata records no local time here on this date" in texts.validation
+    for text in (texts.summary, texts.solar_context, texts.validation):
+        assert "standard time" not in text and "no DST" not in text
+    recorded = narrator.narrate(troll("2010-01-10", "12:00"))
+    assert "(Antarctica/Troll, UTC+00:00, no DST)" in recorded.summary
+    assert "(UTC+00:00 standard time, 15° per hour)" in recorded.solar_context
+
+
 def test_historical_context_not_found_for_a_zone_without_history(narrator):
     texts, _ = narrate(narrator, "UTC", "2026-07-14", "12:00")
     assert not texts.historical_context_found
