@@ -1,9 +1,13 @@
-"""The README documents what the code does: the configuration table is the SETTINGS table."""
+"""The README documents what the code does: the configuration table is the SETTINGS table, and each API
+example shows what the service answers to its request."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+
+import pytest
 
 from solarserv import config
 
@@ -31,3 +35,58 @@ def test_every_setting_is_in_the_readme_table_with_its_flag_and_default():
 
 def test_the_two_commands_are_given():
     assert re.search(r"^scripts/serve\b", README, re.M) and re.search(r"^scripts/test\b", README, re.M)
+
+
+# --- the README's API examples are what the service answers --------------------------------------------
+
+ELIDED = "__elided__"  # stands for the README's "…" inside an example answer
+
+
+def readme_api_examples() -> list[tuple[str, str, str | None, str]]:
+    """(method, path with query, body, expected answer text) of every curl example followed by its answer."""
+    examples = []
+    for command, answer in re.findall(r"```sh\n(curl [^`]*?)```\s*```json\n(.*?)```", README, re.S):
+        url = re.search(r"'?http://127\.0\.0\.1:8000(/[^' ]*)'?", command).group(1)
+        body = re.search(r"-d '([^']*)'", command)
+        method = "POST" if "-X POST" in command else "GET"
+        examples.append((method, url, body.group(1) if body else None, answer))
+    return examples
+
+
+def parse_elided(text: str) -> object:
+    """An example answer as JSON, each "…" (a list item, or a line of its own) as ELIDED."""
+    text = text.replace('"…"', f'"{ELIDED}"')
+    return json.loads(re.sub(r"^(\s*)…$", rf'\1"{ELIDED}",', text, flags=re.M))
+
+
+def assert_matches(expected: object, actual: object, where: str = "answer") -> None:
+    """Equal, except that a list's ELIDED item stands for any number of items between those shown."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict) and expected.keys() == actual.keys(), where
+        for name, value in expected.items():
+            assert_matches(value, actual[name], f"{where}.{name}")
+    elif isinstance(expected, list) and ELIDED in expected:
+        cut = expected.index(ELIDED)
+        head, tail = expected[:cut], expected[cut + 1:]
+        assert isinstance(actual, list) and len(actual) >= len(head) + len(tail), where
+        assert_matches(head, actual[:len(head)], where)
+        assert_matches(tail, actual[len(actual) - len(tail):], where)
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(expected) == len(actual), where
+        for index, (item, answered) in enumerate(zip(expected, actual, strict=True)):
+            assert_matches(item, answered, f"{where}[{index}]")
+    else:
+        assert expected == actual, f"{where}: the README shows {expected!r}, the service answers {actual!r}"
+
+
+def test_the_readme_shows_four_api_examples():
+    assert [(method, url.split("?")[0]) for method, url, _, _ in readme_api_examples()] == [
+        ("POST", "/api/v1/solar-time"), ("GET", "/api/v1/solar-time"), ("GET", "/api/v1/solar-time"),
+        ("GET", "/api/v1/equation-of-time")]
+
+
+@pytest.mark.parametrize("method,url,body,answer", readme_api_examples(), ids=lambda value: str(value)[:40])
+async def test_each_readme_api_example_is_the_services_answer(api, method, url, body, answer):
+    reply = await api(url, method=method, body=body,
+                      headers={"Content-Type": "application/json"} if body else None)
+    assert_matches(parse_elided(answer), reply.json())
