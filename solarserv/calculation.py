@@ -35,6 +35,8 @@ def longitude_correction_minutes(longitude: float, meridian: float) -> float:
 
 def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine: SunEngine,
               today: dt.date) -> Report:
+    # The events first: the engine prepares their solar day at once, which usually holds the instant too.
+    events = _events(location, civil, engine)
     sun = engine.sun_state(civil.utc, location.latitude, location.longitude)
     meridian = standard_meridian(civil.standard_offset)
     correction = longitude_correction_minutes(location.longitude, meridian)
@@ -45,7 +47,7 @@ def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine
         sun=sun,
         longitude_correction_minutes=correction,
         standard_meridian=meridian,
-        events=_events(location, civil, engine),
+        events=events,
         confidence=confidence.assess(location, civil, today),
         ephemeris=engine.name,
     )

@@ -49,7 +49,7 @@ class Pipeline:
 
     async def equation_of_time(self, year: int) -> dict[str, Any]:
         """The equation of time on each day of a year (the calculator page's chart)."""
-        # A year not yet cached takes most of a second: off the event loop, so other requests keep flowing.
+        # A year not yet cached takes about 0.1 s: off the event loop, so other requests keep flowing.
         days = await asyncio.get_running_loop().run_in_executor(
             None, curves.equation_of_time_by_day, self.engine, year)
         return equation_of_time_json(year, days, self.engine.name)

@@ -102,8 +102,10 @@ async def test_unknown_path_and_method_are_envelopes(api):
 class ExplodingEngine:
     name = "exploding"
 
-    def sun_state(self, instant, latitude, longitude):
+    def prepare(self, first_unix_seconds, last_unix_seconds):
         raise ZeroDivisionError("secret internal detail")
+
+    sun_state = hour_angle_and_declination = prepare
 
 
 @pytest.fixture

@@ -42,6 +42,25 @@ class CountingEngine:
         self.calls += 1
         return ENGINE.hour_angle_and_declination(unix_seconds, longitude)
 
+    def prepare(self, first_unix_seconds: float, last_unix_seconds: float) -> None:
+        ENGINE.prepare(first_unix_seconds, last_unix_seconds)  # computes nothing: not counted
+
+
+class SpanCheckingEngine(CountingEngine):
+    """Records the span ``solar_events`` prepares and every instant it then asks about."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spans: list[tuple[float, float]] = []
+        self.asked: list[float] = []
+
+    def prepare(self, first_unix_seconds: float, last_unix_seconds: float) -> None:
+        self.spans.append((first_unix_seconds, last_unix_seconds))
+
+    def hour_angle_and_declination(self, unix_seconds: float, longitude: float) -> tuple[float, float]:
+        self.asked.append(unix_seconds)
+        return super().hour_angle_and_declination(unix_seconds, longitude)
+
 
 def spa_event_seconds_apart(kind: str, instant: dt.datetime, latitude: float, longitude: float) -> float:
     """Seconds from SPA's sunrise / transit / sunset to ``instant``, both read as times of the UT day.
@@ -215,6 +234,38 @@ def test_events_are_given_in_the_zone_asked_for():
         assert utc_event.utcoffset() == dt.timedelta(0)
         assert local_event.tzinfo is kathmandu
         assert local_event.utcoffset() == dt.timedelta(hours=5, minutes=45)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    date=st.dates(min_value=dt.date(1900, 1, 2), max_value=dt.date(2050, 12, 30)),
+    latitude=st.floats(min_value=-90, max_value=90),
+    longitude=st.floats(min_value=-180, max_value=180),
+    zone_hours=st.integers(min_value=-12, max_value=14),
+)
+def test_the_engine_is_asked_only_within_the_span_prepared_first(date, latitude, longitude, zone_hours):
+    # The fast engine fits the prepared span's days in one evaluation; an instant outside it would cost a
+    # day fitted alone. Zones up to 14 h from the longitude's own (Kiritimati, Antarctic stations).
+    start = dt.datetime.combine(date, dt.time(0), dt.UTC) - dt.timedelta(hours=zone_hours)
+    engine = SpanCheckingEngine()
+    solar_events(engine, start, start + dt.timedelta(days=1), latitude, longitude)
+    [(first, last)] = engine.spans
+    assert engine.asked and all(first <= asked <= last for asked in engine.asked)
+
+
+def test_the_span_prepared_is_one_solar_day_unless_the_civil_day_centres_on_a_solar_midnight():
+    engine = SpanCheckingEngine()
+    start, end = civil_day("Europe/Paris", dt.date(2026, 7, 14))
+    solar_events(engine, start, end, 48.8566, 2.3522)
+    [(first, last)] = engine.spans
+    assert last - first == 86400 + 2 * 17 * 60  # the solar day, and room for the equation of time
+    noon = dt.datetime(2026, 7, 14, 12, tzinfo=dt.UTC).timestamp() - 2.3522 * 240
+    assert (first + last) / 2 == pytest.approx(noon)
+    # A civil day twelve hours off its longitude's: the transit nearest its middle may be either neighbour.
+    start = dt.datetime(2000, 1, 1, 12, tzinfo=dt.UTC)
+    solar_events(engine, start, start + dt.timedelta(days=1), 0.0, 0.0)
+    first, last = engine.spans[-1]
+    assert last - first == 2 * 86400 + 2 * 17 * 60
 
 
 @settings(max_examples=40, deadline=None)

@@ -276,3 +276,71 @@ def test_answers_do_not_depend_on_threads_or_cache_evictions():
     for answers in results.values():
         for sample, answer in answers:
             assert answer == by_sample[sample]
+
+
+@pytest.fixture
+def evaluations(monkeypatch) -> list[list[int]]:
+    """The days of each skyfield evaluation the fast engine makes from now on, one list per evaluation."""
+    made: list[list[int]] = []
+    fit_group = fast._fit_group
+
+    def recorded(days, *arguments):
+        made.append(list(days))
+        return fit_group(days, *arguments)
+
+    monkeypatch.setattr(fast, "_fit_group", recorded)
+    return made
+
+
+def day_number(instant: dt.datetime) -> int:
+    return (instant - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).days
+
+
+def assert_same_answers(ours: list, instants: list[dt.datetime]) -> None:
+    """As the days fitted one by one (FAST) answer: to rounding, as a batch solves its fits together."""
+    for answer, instant in zip(ours, instants, strict=True):
+        theirs = FAST.sun_state(instant, 48.8566, 2.3522)
+        assert answer.true_solar_seconds == pytest.approx(theirs.true_solar_seconds, abs=1e-9)
+        assert answer.declination == pytest.approx(theirs.declination, abs=1e-12)
+        assert answer.azimuth == pytest.approx(theirs.azimuth, abs=1e-12)
+        assert answer.elevation == pytest.approx(theirs.elevation, abs=1e-12)
+
+
+def answers(engine: FastEngine, instants: list[dt.datetime]) -> list:
+    return [engine.sun_state(instant, 48.8566, 2.3522) for instant in instants]
+
+
+def test_prepare_fits_the_missing_days_of_a_span_in_one_evaluation(evaluations):
+    engine = FastEngine()
+    noon = dt.datetime(2026, 7, 14, 12, tzinfo=dt.UTC)
+    engine.sun_state(noon, 0.0, 0.0)
+    engine.prepare((noon - dt.timedelta(days=1)).timestamp(), (noon + dt.timedelta(days=1)).timestamp())
+    assert evaluations == [[day_number(noon)], [day_number(noon) - 1, day_number(noon) + 1]]
+    instants = [noon + dt.timedelta(hours=hours) for hours in range(-36, 36, 5)]
+    ours = answers(engine, instants)
+    assert len(evaluations) == 2  # every answer from the fits already made
+    assert_same_answers(ours, instants)
+
+
+def test_a_span_across_the_end_of_the_iers_table_is_fitted_in_two_evaluations(evaluations):
+    _, table_end = iers_table_coverage()
+    engine = FastEngine()
+    engine.prepare((table_end - dt.timedelta(days=2)).timestamp(), (table_end + dt.timedelta(days=1)).timestamp())
+    end_day = day_number(table_end)
+    assert evaluations == [[end_day - 2, end_day - 1], [end_day, end_day + 1]]
+    # The table's closing instant included: the day before answers it.
+    instants = [table_end + dt.timedelta(hours=hours) for hours in range(-48, 48, 4)]
+    ours = answers(engine, instants)
+    assert len(evaluations) == 2
+    assert_same_answers(ours, instants)
+
+
+def test_the_cache_keeps_the_days_fitted_last(evaluations):
+    engine = FastEngine(cached_days=3)
+    first = dt.datetime(1950, 3, 1, 6, tzinfo=dt.UTC)
+    engine.prepare(first.timestamp(), (first + dt.timedelta(days=9)).timestamp())
+    assert len(evaluations) == 1 and len(evaluations[0]) == 10
+    engine.sun_state(first + dt.timedelta(days=9), 0.0, 0.0)
+    assert len(evaluations) == 1  # one of the last three fitted
+    engine.sun_state(first, 0.0, 0.0)
+    assert evaluations[-1] == [day_number(first)]  # dropped, fitted again

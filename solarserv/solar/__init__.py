@@ -26,3 +26,8 @@ class SunEngine(Protocol):
         the Sun's local apparent hour angle, wrapped into [−π, π] (true solar time − 12 h), and its
         apparent declination, both in radians. No topocentric work: it depends on the longitude only."""
         ...
+
+    def prepare(self, first_unix_seconds: float, last_unix_seconds: float) -> None:
+        """Calls for instants between these two follow: do now, at once, what they would each do alone
+        (the fast engine fits the UTC days of the span in one evaluation). Never changes an answer."""
+        ...

@@ -23,10 +23,8 @@ def equation_of_time_by_day(engine: SunEngine, year: int) -> tuple[tuple[dt.date
     if year not in SUPPORTED_YEARS:
         raise ValueError(f"year {year} is outside {SUPPORTED_YEARS.start}..{SUPPORTED_YEARS.stop - 1}")
     first = dt.date(year, 1, 1)
-    days = (dt.date(year + 1, 1, 1) - first).days
-    curve = []
-    for offset in range(days):
-        date = first + dt.timedelta(days=offset)
-        instant = dt.datetime.combine(date, SAMPLE_TIME_UTC, tzinfo=dt.UTC)
-        curve.append((date, engine.sun_state(instant, 0.0, 0.0).equation_of_time_minutes))
-    return tuple(curve)
+    dates = [first + dt.timedelta(days=offset) for offset in range((dt.date(year + 1, 1, 1) - first).days)]
+    instants = [dt.datetime.combine(date, SAMPLE_TIME_UTC, tzinfo=dt.UTC) for date in dates]
+    engine.prepare(instants[0].timestamp(), instants[-1].timestamp())  # the year's days in one go
+    return tuple((date, engine.sun_state(instant, 0.0, 0.0).equation_of_time_minutes)
+                 for date, instant in zip(dates, instants, strict=True))

@@ -18,7 +18,9 @@ Definitions:
   midnight Sun begins (or ends), the Sun rises after a short night but does not set again before the next
   solar midnight (or set without having risen): the state is ``normal`` and the missing event is ``None``.
 
-Cost: two or three engine calls for noon, two for the solar midnights and usually one per event: the
+Cost: before its first call the search tells the engine the span it will probe, the solar day around the
+transit (``SunEngine.prepare``: the fast engine fits its days in one evaluation). Then two or three engine
+calls for noon, two for the solar midnights and usually one per event: the
 first guess comes from the Sun's hour angle and declination interpolated between the noon and midnight
 probes, and one engine call confirms it. Six to eight calls in all (six for 85% of scripts/bench_http.py's
 requests), two or four in polar states. Grazing events near the polar-day or polar-night thresholds, and
@@ -48,6 +50,7 @@ _NOON_TOLERANCE_SECONDS = 1.0
 EVENT_TOLERANCE_SECONDS = 0.1  # a search ends on a Newton step or a bracket shorter than this
 _MAX_NOON_STEPS = 4
 _MAX_GUIDED_PROBES = 12  # the interpolated guess, Newton steps or false position; then bisection
+_EQUATION_OF_TIME_BOUND_SECONDS = 17 * 60  # it stays within −14.3 … +16.4 min in 1900–2050
 
 
 class _Probe(NamedTuple):
@@ -74,8 +77,10 @@ def solar_events(
     The caller converts the local midnights that bound the day to UTC (the day may last 23 or 25 hours)
     and passes the day's zone to have the answers in local time.
     """
+    middle = (day_start_utc.timestamp() + day_end_utc.timestamp()) / 2
+    engine.prepare(*_solar_day_span(middle, longitude))
     search = _Search(engine, latitude, longitude)
-    noon, near_noon = search.solar_noon((day_start_utc.timestamp() + day_end_utc.timestamp()) / 2)
+    noon, near_noon = search.solar_noon(middle)
     solar_noon = dt.datetime.fromtimestamp(noon, answer_zone)
     if near_noon.height <= 0:
         return SolarEvents(state="polar_night", sunrise=None, solar_noon=solar_noon, sunset=None)
@@ -93,6 +98,19 @@ def solar_events(
         sunset = search.standard_altitude_crossing(near_noon, (near_noon, midnight_after), solar_day)
     return SolarEvents(state="normal", sunrise=_datetime(sunrise, answer_zone), solar_noon=solar_noon,
                        sunset=_datetime(sunset, answer_zone))
+
+
+def _solar_day_span(near: float, longitude: float) -> tuple[float, float]:
+    """The instants the search may probe: the solar midnights around the transit nearest ``near``, with
+    room for the equation of time. The transit is where mean solar time (UTC + longitude/15 h) reads 12:00,
+    give or take the equation of time (never over 17 minutes)."""
+    from_mean_noon = math.remainder(near + longitude * 240.0 - _HALF_DAY_SECONDS, SECONDS_PER_DAY)
+    reach = _HALF_DAY_SECONDS + _EQUATION_OF_TIME_BOUND_SECONDS
+    if abs(from_mean_noon) < _HALF_DAY_SECONDS - _EQUATION_OF_TIME_BOUND_SECONDS:
+        mean_noon = near - from_mean_noon
+        return mean_noon - reach, mean_noon + reach
+    # ``near`` is within the equation of time of a solar midnight: the nearest transit is either neighbour.
+    return near - _HALF_DAY_SECONDS - reach, near + _HALF_DAY_SECONDS + reach
 
 
 def _datetime(unix_seconds: float | None, zone: dt.tzinfo) -> dt.datetime | None:

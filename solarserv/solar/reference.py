@@ -73,6 +73,9 @@ class SkyfieldEngine:
             elevation=float(sun.elevation),
         )
 
+    def prepare(self, first_unix_seconds: float, last_unix_seconds: float) -> None:
+        """Nothing to prepare: every call computes from scratch."""
+
     def hour_angle_and_declination(self, unix_seconds: float, longitude: float) -> tuple[float, float]:
         instant = dt.datetime.fromtimestamp(unix_seconds, dt.UTC)  # to the microsecond
         hour_angle_hours, declination = _geocentric_hour_angle_and_declination(skyfield_time(instant), longitude)
