@@ -29,5 +29,6 @@ class SunEngine(Protocol):
 
     def prepare(self, first_unix_seconds: float, last_unix_seconds: float) -> None:
         """Calls for instants between these two follow: do now, at once, what they would each do alone
-        (the fast engine fits the UTC days of the span in one evaluation). Never changes an answer."""
+        (the fast engine fits the UTC days of the span in one evaluation). Answers stay the same, to
+        rounding; only the time they take changes."""
         ...

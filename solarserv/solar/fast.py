@@ -112,7 +112,7 @@ class FastEngine:
 
     def prepare(self, first_unix_seconds: float, last_unix_seconds: float) -> None:
         """Fit, in one skyfield evaluation, every UTC day from the first instant's to the last's that is
-        not fitted yet. Answers are the same without it; only the time they take differs."""
+        not fitted yet. Answers are the same without it, to rounding; only the time they take differs."""
         first_day, last_day = (int(seconds // SECONDS_PER_DAY) for seconds in (first_unix_seconds, last_unix_seconds))
         missing = [day for day in range(first_day, last_day + 1) if day not in self._fits]
         if missing:
