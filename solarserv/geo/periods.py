@@ -49,7 +49,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 _HEADER = struct.Struct(">4s c 15x 6L")  # magic, version, unused, then six counts (RFC 8536 §3.1)
 _LOCAL_TIME_TYPE = struct.Struct(">l B B")  # utoff seconds, isdst, index into the abbreviations
 # tzdata's abbreviation for "no local time": an uninhabited place before its first settlement.
-NO_LOCAL_TIME = "-00"
+_NO_LOCAL_TIME = "-00"
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Period:
 
     @property
     def inhabited(self) -> bool:
-        return self.abbreviation != NO_LOCAL_TIME
+        return self.abbreviation != _NO_LOCAL_TIME
 
     @property
     def mean_time(self) -> bool:

@@ -212,22 +212,22 @@ def _fit_days(days: Sequence[int]) -> dict[int, DayFit]:
     the table's end makes discontinuous); two evaluations when the days lie on both sides of an end of the
     IERS table, whose time-scale rules differ."""
     first, last = iers_table_coverage()
-    starts = {day: _UNIX_EPOCH + dt.timedelta(days=day) for day in days}
-    in_table = [day for day in days if first <= starts[day] < last]
-    outside = [day for day in days if not first <= starts[day] < last]
-    fits = {}
-    for group, times in ((in_table, _table_times), (outside, _outside_table_times)):
-        if group:
-            fits.update(_fit_group(group, [starts[day] for day in group], times))
-    return fits
+    by_rule: dict[Callable[[list[dt.datetime]], Time], list[int]] = {_table_times: [], _outside_table_times: []}
+    for day in days:
+        by_rule[_table_times if first <= _day_start(day) < last else _outside_table_times].append(day)
+    return {day: fit for times, group in by_rule.items() if group
+            for day, fit in _fit_group(group, times).items()}
 
 
-def _fit_group(days: list[int], day_starts: list[dt.datetime],
-               times: Callable[[list[dt.datetime]], Time]) -> dict[int, DayFit]:
+def _day_start(day: int) -> dt.datetime:
+    return _UNIX_EPOCH + dt.timedelta(days=day)
+
+
+def _fit_group(days: list[int], times: Callable[[list[dt.datetime]], Time]) -> dict[int, DayFit]:
     nodes = np.cos(np.pi * (np.arange(NODES_PER_DAY) + 0.5) / NODES_PER_DAY)
     offsets = [dt.timedelta(seconds=_HALF_DAY_SECONDS * (1 + node)) for node in nodes]  # rounded to µs
     node_seconds = np.array([offset.total_seconds() for offset in offsets])
-    t = times([start + offset for start in day_starts for offset in offsets])
+    t = times([_day_start(day) + offset for day in days for offset in offsets])
     bodies = ephemeris()
     right_ascension, declination, distance = bodies["earth"].at(t).observe(bodies["sun"]).apparent().radec(epoch="date")
     # Equation of time = (GAST − RA + 12 h) − UTC, wrapped into ±12 h (it never exceeds 17 minutes).
