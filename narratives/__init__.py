@@ -10,6 +10,7 @@ templates in ``NARRATIVES_DIR`` and third-party plugin templates can use the sam
     {{ report.true_solar|hms }}                             11:37:42
     {{ report.civil.local|clock }}                          14:30  (14:30:05 when seconds are set)
     {{ report.events.solar_noon|hm }}                       13:05
+    {{ report.events.sunset|hm_on(report.civil.local.date()) }}   18:45 on 22 March 2024  (18:45 that day)
     {{ report.location.latitude|latitude }}                 48.8566°N
     {{ report.standard_meridian|longitude }}                120°E
     {{ report.sun.elevation|degrees }}                      52.3°
@@ -36,6 +37,7 @@ from solarserv.timefmt import format_hms as hms
 from solarserv.timefmt import format_latitude as latitude
 from solarserv.timefmt import format_longitude as longitude
 
+_HALF_MINUTE = dt.timedelta(seconds=30)
 _COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
 
 
@@ -76,6 +78,13 @@ def zone_abbreviation(value: str | None) -> str:
     return f" ({value})" if value and value[:1].isalpha() else ""
 
 
+def hm_on(instant: dt.datetime, day: dt.date) -> str:
+    """HH:MM, naming the date when the minute shown falls on another day than ``day``: an event of the
+    solar day can lie on either side of the civil one ("18:45 on 22 March 2024")."""
+    shown_day = (instant + _HALF_MINUTE).date()  # 23:59:40 shows as 00:00 of the next day
+    return hm(instant) if shown_day == day else f"{hm(instant)} on {long_date(shown_day)}"
+
+
 def paragraph(text: str) -> str:
     """Join a template's lines into one paragraph: templates stay readable, the text flows."""
     return " ".join(text.split())
@@ -84,6 +93,7 @@ def paragraph(text: str) -> str:
 FILTERS: dict[str, Callable[..., Any]] = {
     "hms": hms,
     "hm": hm,
+    "hm_on": hm_on,
     "clock": clock,
     "duration": duration,
     "signed_duration": signed_duration,

@@ -171,6 +171,25 @@ def test_solar_context_puts_a_sunset_that_reads_midnight_after_midnight(narrator
     assert "and sets at 23:48." in earlier.solar_context
 
 
+def test_solar_context_dates_an_event_that_falls_on_another_civil_day(narrator):
+    # The South Pole keeps New Zealand time, twelve hours from its longitude 0°: the sunset that ends
+    # March 2024's polar day falls in the solar day of 23 March, on the clocks the evening before.
+    report = report_in("Antarctica/McMurdo", -90.0, 0.0, "2024-03-23", "10:00", "South Pole, Antarctica")
+    texts = narrator.narrate(report)
+    assert (report.events.state, report.events.sunrise) == ("normal", None)
+    assert report.events.sunset.date() == dt.date(2024, 3, 22)
+    assert "The Sun, up since the day before, sets at 18:45 on 22 March 2024." in texts.solar_context
+    assert "✓ Sun's elevation -1.1° fits night, outside sunrise none – sunset 18:45" in texts.validation
+
+
+def test_hm_on_names_the_day_the_minute_shown_falls_on():
+    day = dt.date(2024, 3, 22)
+    utc = dt.UTC
+    assert narratives.hm_on(dt.datetime(2024, 3, 22, 18, 45, 10, tzinfo=utc), day) == "18:45"
+    assert narratives.hm_on(dt.datetime(2024, 3, 21, 18, 45, tzinfo=utc), day) == "18:45 on 21 March 2024"
+    assert narratives.hm_on(dt.datetime(2024, 3, 21, 23, 59, 40, tzinfo=utc), day) == "00:00"
+
+
 # --- historical context --------------------------------------------------------------------------------
 
 def test_historical_context_paris(narrator):

@@ -9,12 +9,19 @@ import pvlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from solar_checks import MID_LATITUDE_DAYS, assert_events_within_tolerance, civil_day, events_for
+from solar_checks import (
+    MID_LATITUDE_DAYS,
+    assert_events_within_tolerance,
+    civil_day,
+    events_for,
+    standard_altitude_height,
+)
 
 from solarserv.geo.zones import zone as tzdata_zone
 from solarserv.models import SunState
 from solarserv.solar.ephemeris import skyfield_time
 from solarserv.solar.events import STANDARD_ALTITUDE_DEGREES, solar_events
+from solarserv.solar.fast import FastEngine
 from solarserv.solar.reference import SkyfieldEngine, signed_seconds
 
 ENGINE = SkyfieldEngine()
@@ -285,8 +292,74 @@ def test_events_are_always_a_consistent_answer(date, latitude, longitude):
     else:
         assert events.sunrise is None and events.sunset is None
     half_day = dt.timedelta(hours=12, minutes=1)
-    if events.sunrise is not None:
-        assert events.solar_noon - half_day < events.sunrise < events.solar_noon
-    if events.sunset is not None:
-        assert events.solar_noon < events.sunset < events.solar_noon + half_day
+    for event in (events.sunrise, events.sunset):
+        if event is not None:
+            assert abs(event - events.solar_noon) < half_day
+    if events.sunrise is not None and events.sunset is not None:
+        assert events.sunrise < events.solar_noon < events.sunset
     assert engine.calls <= 25
+
+
+FAST_ENGINE = FastEngine()
+SCAN_STEP_SECONDS = 60.0
+
+
+def assert_every_crossing_is_one_days_event(latitude: float, longitude: float, first_day: dt.date, days: int):
+    """Over consecutive solar days, the sunrises and sunsets reported are the crossings of −0.8333° that a
+    scan every minute finds, each reported by exactly one day: none falls between two days' answers."""
+    reported: list[tuple[str, float]] = []
+    noons = []
+    for day in range(days):
+        start = dt.datetime.combine(first_day + dt.timedelta(days=day), dt.time(0), dt.UTC) - dt.timedelta(
+            hours=round(longitude / 15))
+        events = solar_events(FAST_ENGINE, start, start + dt.timedelta(days=1), latitude, longitude)
+        noons.append(events.solar_noon.timestamp())
+        reported += [(kind, event.timestamp()) for kind, event in
+                     (("sunrise", events.sunrise), ("sunset", events.sunset)) if event is not None]
+    scanned: list[tuple[str, float, float]] = []
+    seconds, end = noons[0] - 43200, noons[-1] + 43200
+    height = standard_altitude_height(FAST_ENGINE, seconds, latitude, longitude)
+    while seconds < end:
+        later = seconds + SCAN_STEP_SECONDS
+        later_height = standard_altitude_height(FAST_ENGINE, later, latitude, longitude)
+        if (height > 0) != (later_height > 0):
+            scanned.append(("sunrise" if later_height > 0 else "sunset", seconds, later))
+        seconds, height = later, later_height
+    assert len(reported) == len(scanned), (reported, scanned)
+    reported.sort(key=lambda kind_and_instant: kind_and_instant[1])
+    for (kind, instant), (scanned_kind, after, before) in zip(reported, scanned, strict=True):
+        assert kind == scanned_kind and after - 1 <= instant <= before + 1, (kind, instant, scanned_kind, after)
+
+
+@pytest.mark.parametrize(
+    ("latitude", "longitude", "first_day"),
+    [
+        (-90.0, 0.0, "2024-03-17"),  # the sunset falls in the morning of a solar day whose noon is below
+        (90.0, 0.0, "2024-03-13"),
+        (-90.0, 0.0, "2024-09-15"),
+        (90.0, 0.0, "2024-09-19"),
+        (-89.95, 45.0, "2024-03-17"),
+        (89.99, -120.0, "2024-09-19"),
+        (69.6492, 18.9553, "2024-05-12"),  # Tromsø: the midnight Sun begins
+        (69.6492, 18.9553, "2024-07-20"),  # and ends
+        (69.6492, 18.9553, "2024-11-22"),  # the polar night begins
+        (-77.8460, 166.6760, "2024-02-16"),  # McMurdo: the midnight Sun ends
+    ],
+)
+def test_every_crossing_of_the_standard_altitude_is_one_days_event(latitude, longitude, first_day):
+    assert_every_crossing_is_one_days_event(latitude, longitude, dt.date.fromisoformat(first_day), 10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    year=st.integers(min_value=1900, max_value=2050),
+    equinox=st.sampled_from([(3, 15), (9, 17)]),
+    distance_from_pole=st.floats(min_value=0, max_value=1),
+    south=st.booleans(),
+    longitude=st.floats(min_value=-180, max_value=180),
+)
+def test_near_a_pole_every_crossing_is_one_days_event(year, equinox, distance_from_pole, south, longitude):
+    # Within a degree of a pole the declination's drift competes with the hour angle: a day's one event
+    # may fall on the other side of its noon.
+    latitude = (distance_from_pole - 90) if south else (90 - distance_from_pole)
+    assert_every_crossing_is_one_days_event(latitude, longitude, dt.date(year, *equinox), 10)

@@ -9,21 +9,25 @@ Definitions:
   horizon under the standard 34′ of refraction. The altitude is computed from the engine's declination and
   hour angle, not from its refracted elevation, so the answer does not depend on how a refraction model is
   cut off below the horizon, and it is a smooth function of time for Newton's method.
-* The events belong to **one solar day**: the sunrise between the solar midnight before this day's solar
-  noon and that noon, and the sunset between the noon and the following solar midnight. At high latitudes
-  the sunset can fall after local midnight (Tromsø on 2024-05-16 sets at 00:12 on the 17th); it is still
-  this day's sunset and is returned with its own date, so day length = sunset − sunrise stays meaningful.
-* **State**: ``polar_night`` when the Sun is below −0.8333° at solar noon; ``polar_day`` when it is above
-  at noon and at both neighbouring solar midnights; otherwise ``normal``. On the one day a year when the
-  midnight Sun begins (or ends), the Sun rises after a short night but does not set again before the next
-  solar midnight (or set without having risen): the state is ``normal`` and the missing event is ``None``.
+* The events belong to **one solar day**, from the solar midnight before this day's solar noon to the one
+  after it: the sunrise is where the Sun climbs through −0.8333° in it, the sunset where it sinks through.
+  Almost everywhere the sunrise falls before noon and the sunset after. At high latitudes the sunset can
+  fall after local midnight (Tromsø on 2024-05-16 sets at 00:12 on the 17th); it is still this day's
+  sunset and is returned with its own date, so day length = sunset − sunrise stays meaningful.
+* **State**: ``polar_day`` when the Sun is above −0.8333° at noon and at both neighbouring solar
+  midnights, ``polar_night`` when it is below at all three; otherwise ``normal``. On the one day a year
+  when the midnight Sun begins (or ends), the Sun rises after a short night but does not set again before
+  the next solar midnight (or sets without having risen): the state is ``normal`` and the missing event
+  is ``None``. Within a few kilometres of a pole the Sun's altitude follows its declination more than the
+  hour angle, so that one event may come on the other side of noon: the South Pole's sunset of March 2024
+  falls in the morning of a solar day whose noon is already below the line.
 
 Cost: before its first call the search tells the engine the span it will probe, the solar day around the
 transit (``SunEngine.prepare``: the fast engine fits its days in one evaluation). Then two or three engine
 calls for noon, two for the solar midnights and usually one per event: the
 first guess comes from the Sun's hour angle and declination interpolated between the noon and midnight
 probes, and one engine call confirms it. Six to eight calls in all (six for 85% of scripts/bench_http.py's
-requests), two or four in polar states. Grazing events near the polar-day or polar-night thresholds, and
+requests), four or five in polar states. Grazing events near the polar-day or polar-night thresholds, and
 days near the poles, take a few Newton steps more: at most ten calls per event and seventeen per request
 on 80,000 random such days (1900–2050), and by construction never more than 31 per event (see
 ``_Search.standard_altitude_crossing``). Each call is the engine's ``hour_angle_and_declination`` (no
@@ -82,20 +86,24 @@ def solar_events(
     search = _Search(engine, latitude, longitude)
     noon, near_noon = search.solar_noon(middle)
     solar_noon = dt.datetime.fromtimestamp(noon, answer_zone)
-    if near_noon.height <= 0:
-        return SolarEvents(state="polar_night", sunrise=None, solar_noon=solar_noon, sunset=None)
-
     midnight_before = search.probe(noon - _HALF_DAY_SECONDS)
     midnight_after = search.probe(noon + _HALF_DAY_SECONDS)
-    if midnight_before.height > 0 and midnight_after.height > 0:
-        return SolarEvents(state="polar_day", sunrise=None, solar_noon=solar_noon, sunset=None)
+    up = near_noon.height > 0
+    morning_crossing = (midnight_before.height > 0) != up
+    afternoon_crossing = (midnight_after.height > 0) != up
+    if not (morning_crossing or afternoon_crossing):
+        return SolarEvents(state="polar_day" if up else "polar_night", sunrise=None, solar_noon=solar_noon,
+                           sunset=None)
 
     solar_day = _SolarDay.through(noon, midnight_before, near_noon, midnight_after)
-    sunrise = sunset = None
-    if midnight_before.height <= 0:
-        sunrise = search.standard_altitude_crossing(near_noon, (midnight_before, near_noon), solar_day)
-    if midnight_after.height <= 0:
-        sunset = search.standard_altitude_crossing(near_noon, (near_noon, midnight_after), solar_day)
+    morning = afternoon = None
+    if morning_crossing:
+        morning = search.standard_altitude_crossing(near_noon, (midnight_before, near_noon), solar_day)
+    if afternoon_crossing:
+        afternoon = search.standard_altitude_crossing(near_noon, (near_noon, midnight_after), solar_day)
+    # With the Sun down at noon, only a pole's drift in declination makes a crossing: it sets in the
+    # morning or rises in the afternoon.
+    sunrise, sunset = (morning, afternoon) if up else (afternoon, morning)
     return SolarEvents(state="normal", sunrise=_datetime(sunrise, answer_zone), solar_noon=solar_noon,
                        sunset=_datetime(sunset, answer_zone))
 
