@@ -26,8 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-from sqlite_utils.migrations import Migrations
+from solarserv.sqlite import Migrations, sqlite_utils
 
 KEY_PREFIX = "tst_"
 SECRET_BYTES = 32  # token_urlsafe(32) → 43 characters

@@ -33,9 +33,10 @@ class Pipeline:
         self.today = today
 
     @classmethod
-    def build(cls, settings: Any) -> Pipeline:
+    def build(cls, settings: Any, towns: Any = None) -> Pipeline:
+        """``towns``: the offline gazetteer's places already read (`geo.offline.read_towns`)."""
         return cls(
-            geocoder=geo.build_geocoder(settings),
+            geocoder=geo.build_geocoder(settings, towns),
             timezones=TimezoneLocator(),
             engine=FastEngine(),
             narrator=Narrator.build(settings),

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import http.client
+import importlib.util
 import json
 import re
+import subprocess
+import sys
 import urllib.request
 
 import pytest
@@ -109,3 +112,13 @@ def test_serving_on_every_interface_prints_a_login_link_that_opens_the_console(d
         server.terminate()
         server.wait(timeout=30)
         server.stdout.close()
+
+
+def test_serving_does_not_import_pandas_where_it_is_installed():
+    # sqlite_utils would import it (0.35 s and 33 MB a process); solarserv.sqlite hides it. pvlib, a test
+    # dependency, brings pandas, so this runs where the import would happen.
+    assert importlib.util.find_spec("pandas") is not None
+    probe = ("import sys, solarserv.cli, solarserv.web.app, solarserv.geo.offline; "
+             "import sqlite_utils; print('pandas' in sys.modules, sqlite_utils.db.pd)")
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.split() == ["False", "None"]

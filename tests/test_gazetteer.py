@@ -15,7 +15,7 @@ from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder, gazetteer
 from solarserv.geo.gazetteer import Gazetteer, distance_and_bearing
 from solarserv.geo.matching import MAX_CANDIDATES, Match, fold, relevant, split_qualifiers
-from solarserv.geo.offline import OfflineGeocoder
+from solarserv.geo.offline import OfflineGeocoder, read_towns
 from solarserv.models import Place
 
 
@@ -432,3 +432,24 @@ def test_places_that_cannot_be_read_into_memory_leave_coordinates_shown_as_thems
     assert len(failures) == 1 and failures[0].exc_info[0] is MemoryError
     assert not failing.ready
     assert locate(failing, "Nairobi").place.timezone == "Africa/Nairobi"  # names do not need the discs
+
+
+def test_places_read_before_a_fork_are_the_ones_a_geocoder_uses_without_reading_again(
+        geocoder, data_dir, tmp_path, monkeypatch, caplog):
+    # `serve --processes N` reads them once in the parent, so its workers share the memory.
+    asyncio.run(geocoder.gazetteer())  # the session's index is built
+    towns = read_towns(data_dir)
+    assert towns is not None
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("the places were read again")
+
+    monkeypatch.setattr(gazetteer.PlaceDiscs, "load", read_again)
+    given = OfflineGeocoder(data_dir, towns)
+    assert given.ready and asyncio.run(given.towns()) is towns
+    assert describe(given, 48.8584, 2.2945) == describe(geocoder, 48.8584, 2.2945)
+    assert read_towns(tmp_path) is None  # no index built there yet: each worker builds and reads its own
+    # A failure is logged, and the workers try for themselves.
+    assert read_towns(data_dir) is None
+    assert [record.message for record in caplog.records if record.exc_info] == [
+        "reading the places into memory for reverse geocoding failed; coordinates are shown without a place name"]

@@ -32,13 +32,14 @@ class Geocoder(Protocol):
         ...
 
 
-def build_geocoder(settings: Any) -> Geocoder:
+def build_geocoder(settings: Any, towns: Any = None) -> Geocoder:
     """The geocoder `settings.geocoder` names: "offline" (the embedded gazetteer, the default) or a
-    geopy service ("nominatim", "photon"). Returns at once; nothing here waits for the network."""
+    geopy service ("nominatim", "photon"). Returns at once; nothing here waits for the network.
+    ``towns``: the offline gazetteer's places already read (`geo.offline.read_towns`)."""
     if settings.geocoder == "offline":
         from solarserv.geo.offline import OfflineGeocoder
 
-        return OfflineGeocoder(settings.data_dir)
+        return OfflineGeocoder(settings.data_dir, towns)
     from solarserv.geo.online import OnlineGeocoder
 
     return OnlineGeocoder.from_settings(settings)

@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import sqlite_utils
 from rapidfuzz import fuzz, process
 
 from solarserv.geo.matching import Match, fold
 from solarserv.models import Place
+from solarserv.sqlite import sqlite_utils
 
 log = logging.getLogger("solarserv.geo")
 

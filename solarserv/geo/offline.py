@@ -59,13 +59,16 @@ class OfflineGeocoder:
 
     name = "offline"
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, towns: PlaceDiscs | None = None) -> None:
+        """``towns``: the places already read (``read_towns``), as `serve --processes` does before it forks."""
         path = index_path(data_dir)
         self._gazetteer: Gazetteer | None = Gazetteer(path) if path.exists() else None
         self._building = None if self._gazetteer else _build_in_background(Path(data_dir))
-        self._loading_towns = _in_background("gazetteer-towns", self._load_towns,
-                                             "reading the places into memory for reverse geocoding failed; "
-                                             "coordinates are shown without a place name")
+        if towns is None:
+            self._loading_towns = _in_background("gazetteer-towns", self._load_towns, _TOWNS_FAILED)
+        else:
+            self._loading_towns = concurrent.futures.Future()
+            self._loading_towns.set_result(towns)
 
     @property
     def ready(self) -> bool:
@@ -89,7 +92,7 @@ class OfflineGeocoder:
         gazetteer = self._gazetteer or self._building.result()  # a first build: once it is done
         if gazetteer is None:  # the build failed (logged there): no places to read
             return None
-        return PlaceDiscs.load(gazetteer, town_radius_km, EXTENT_TIERS_KM)
+        return _towns(gazetteer)
 
     async def towns(self) -> PlaceDiscs | None:
         """Every place as a disc of its town's extent, waiting for them to be read if need be; None if
@@ -179,6 +182,32 @@ def _trailing_qualifier(gazetteer: Gazetteer, text: str) -> tuple[str, list[str]
             if matches:
                 return name, [qualifier], matches
     return text, [], []
+
+
+def read_towns(data_dir: Path) -> PlaceDiscs | None:
+    """Every place of a built index as a disc of its town's extent; None when no index is built yet, or
+    reading failed (logged). `serve --processes N` reads them once before it forks, so the workers share
+    the 13 MB instead of each reading its own copy."""
+    path = index_path(data_dir)
+    if not path.exists():
+        return None
+    try:
+        gazetteer = Gazetteer(path)
+        try:
+            return _towns(gazetteer)
+        finally:
+            gazetteer.close()  # no connection may cross the fork
+    except Exception:
+        log.exception(_TOWNS_FAILED)
+        return None
+
+
+def _towns(gazetteer: Gazetteer) -> PlaceDiscs:
+    return PlaceDiscs.load(gazetteer, town_radius_km, EXTENT_TIERS_KM)
+
+
+_TOWNS_FAILED = ("reading the places into memory for reverse geocoding failed; coordinates are shown "
+                 "without a place name")
 
 
 def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer | None]:

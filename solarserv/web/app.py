@@ -44,9 +44,10 @@ class Services:
             self.console = ConsoleSecrets.load(self.settings)
 
     @classmethod
-    def build(cls, settings: Any, console: ConsoleSecrets | None = None) -> Services:
-        """``console``: secrets made once before `serve --processes` forks, so one login link serves all."""
-        return cls(settings=settings, pipeline=Pipeline.build(settings), console=console)
+    def build(cls, settings: Any, console: ConsoleSecrets | None = None, towns: Any = None) -> Services:
+        """``console``: secrets made once before `serve --processes` forks, so one login link serves all;
+        ``towns``: the gazetteer's places read before it too, so the workers share them."""
+        return cls(settings=settings, pipeline=Pipeline.build(settings, towns), console=console)
 
     def health(self) -> dict[str, Any]:
         return {
