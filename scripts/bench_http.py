@@ -204,8 +204,13 @@ class Server:
         main = psutil.Process(self.process.pid)
         return main.children() or [main]
 
-    def resident_mib(self) -> list[float]:
-        return [worker.memory_info().rss / 2**20 for worker in self.serving_processes]
+    def memory_mib(self) -> tuple[list[float], float]:
+        """Resident memory (RSS) of each serving process, and the proportional set size (PSS) of all the
+        server's processes together, the parent of --processes N included: RSS counts the pages the
+        workers share with it in each of them, PSS splits them among the sharers, so it adds up."""
+        main = psutil.Process(self.process.pid)
+        together = sum(process.memory_full_info().pss for process in [main, *main.children()])
+        return [worker.memory_info().rss / 2**20 for worker in self.serving_processes], together / 2**20
 
     def health(self) -> dict[str, Any]:
         with _connection(self.base_url) as connection:
@@ -522,10 +527,10 @@ def run_benchmark(bench: Bench) -> None:
     canned_posts = [dataclasses.replace(request, path=CANNED_JSON_PATH) for request in as_posts(coordinates)]
 
     rows: list[Row] = []
-    memory: dict[str, list[float]] = {}
+    memory: dict[str, tuple[list[float], float]] = {}
     with running(hello_world_command(1, canned_answer), dict(os.environ), log) as server:
         hello_1 = bench.measure(server, hello)
-        memory["hello-world"] = server.resident_mib()
+        memory["hello-world"] = server.memory_mib()
         canned_1 = bench.measure(server, canned_posts)
     rows.append(Row("hello-world (baseline)", 1, hello_1, hello_1))
     rows.append(Row("reference: POST answered with a stored result (HTTP + JSON only)", 1, canned_1, hello_1))
@@ -538,7 +543,7 @@ def run_benchmark(bench: Bench) -> None:
         rows.append(Row("coordinates, GET", 1, bench.measure(server, as_gets(coordinates)), hello_1))
         rows.append(Row("coordinates, POST", 1, bench.measure(server, as_posts(coordinates)), hello_1))
         rows.append(Row("place names, POST", 1, bench.measure(server, as_posts(places)), hello_1))
-        memory["solarserv, 1 process, after the loads above"] = server.resident_mib()
+        memory["solarserv, 1 process, after the loads above"] = server.memory_mib()
         rows.append(Row("coordinates, POST, every date new", 1,
                         bench.measure(server, new_date_requests, new_date_warm_up), hello_1))
     with running(hello_world_command(2), dict(os.environ), log, ready_lines=2) as server:
@@ -550,7 +555,7 @@ def run_benchmark(bench: Bench) -> None:
             with running(solarserv_command(processes), environment, log, ready_lines=processes) as server:
                 load = bench.measure(server, as_posts(coordinates))
                 if processes == 2:
-                    memory["solarserv, 2 processes with Redis (each worker)"] = server.resident_mib()
+                    memory["solarserv, 2 processes with Redis (RSS of each worker)"] = server.memory_mib()
             rows.append(Row("coordinates, POST, Redis counters", processes, load,
                             hello_1 if processes == 1 else hello_2))
 
@@ -573,9 +578,9 @@ def run_benchmark(bench: Bench) -> None:
     for what, (ready, answered) in (("first start, empty data dir (builds the gazetteer index)", first_start),
                                     ("restart on that data dir", restart)):
         print(f"| {what} | {ready:.2f} | {answered:.2f} |")
-    print("\n| resident memory (RSS) | MiB |\n|---|---:|")
-    for what, sizes in memory.items():
-        print(f"| {what} | {' + '.join(f'{size:.0f}' for size in sizes)} |")
+    print("\n| memory | RSS, MiB | PSS of all its processes, MiB |\n|---|---:|---:|")
+    for what, (sizes, together) in memory.items():
+        print(f"| {what} | {' + '.join(f'{size:.0f}' for size in sizes)} | {together:.0f} |")
     print(f"\nLoad average after the run: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
 
 
