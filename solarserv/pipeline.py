@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solarserv import civil as civil_time
 from solarserv import geo
@@ -22,6 +22,9 @@ from solarserv.solar import SunEngine, curves
 from solarserv.solar.fast import FastEngine
 from solarserv.timefmt import format_coordinates
 
+if TYPE_CHECKING:
+    from solarserv.geo.gazetteer import PlaceDiscs
+
 
 class Pipeline:
     def __init__(self, geocoder: geo.Geocoder, timezones: TimezoneLocator, engine: SunEngine,
@@ -33,7 +36,7 @@ class Pipeline:
         self.today = today
 
     @classmethod
-    def build(cls, settings: Any, towns: Any = None) -> Pipeline:
+    def build(cls, settings: Any, towns: PlaceDiscs | None = None) -> Pipeline:
         """``towns``: the offline gazetteer's places already read (`geo.offline.read_towns`)."""
         return cls(
             geocoder=geo.build_geocoder(settings, towns),

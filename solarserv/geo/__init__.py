@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from solarserv.models import Place
+
+if TYPE_CHECKING:  # the gazetteer's import is the offline geocoder's, made only when it is chosen
+    from solarserv.geo.gazetteer import PlaceDiscs
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class Geocoder(Protocol):
         ...
 
 
-def build_geocoder(settings: Any, towns: Any = None) -> Geocoder:
+def build_geocoder(settings: Any, towns: PlaceDiscs | None = None) -> Geocoder:
     """The geocoder `settings.geocoder` names: "offline" (the embedded gazetteer, the default) or a
     geopy service ("nominatim", "photon"). Returns at once; nothing here waits for the network.
     ``towns``: the offline gazetteer's places already read (`geo.offline.read_towns`)."""

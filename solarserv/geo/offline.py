@@ -43,6 +43,9 @@ EXTENT_TIERS_KM = (MIN_TOWN_RADIUS_KM, MAX_TOWN_RADIUS_KM)
 NEAREST_CANDIDATES = 5
 # "Paris France" (no comma) is tried as a name plus a qualifier of up to this many trailing words.
 MAX_TRAILING_QUALIFIER_WORDS = 3
+# Logged, with its traceback, when the places cannot be read (reverse geocoding is display only).
+_TOWNS_FAILED = ("reading the places into memory for reverse geocoding failed; coordinates are shown "
+                 "without a place name")
 
 
 class OfflineGeocoder:
@@ -204,10 +207,6 @@ def read_towns(data_dir: Path) -> PlaceDiscs | None:
 
 def _towns(gazetteer: Gazetteer) -> PlaceDiscs:
     return PlaceDiscs.load(gazetteer, town_radius_km, EXTENT_TIERS_KM)
-
-
-_TOWNS_FAILED = ("reading the places into memory for reverse geocoding failed; coordinates are shown "
-                 "without a place name")
 
 
 def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer | None]:

@@ -6,7 +6,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.web
 
@@ -17,6 +17,9 @@ from solarserv.ratelimit import RateLimiter
 from solarserv.web import api, console, page
 from solarserv.web.base import NotFoundHandler
 from solarserv.web.console import ConsoleSecrets
+
+if TYPE_CHECKING:
+    from solarserv.geo.gazetteer import PlaceDiscs
 
 WEB_DIR = Path(__file__).parent
 
@@ -44,7 +47,8 @@ class Services:
             self.console = ConsoleSecrets.load(self.settings)
 
     @classmethod
-    def build(cls, settings: Any, console: ConsoleSecrets | None = None, towns: Any = None) -> Services:
+    def build(cls, settings: Any, console: ConsoleSecrets | None = None,
+              towns: PlaceDiscs | None = None) -> Services:
         """``console``: secrets made once before `serve --processes` forks, so one login link serves all;
         ``towns``: the gazetteer's places read before it too, so the workers share them."""
         return cls(settings=settings, pipeline=Pipeline.build(settings, towns), console=console)
