@@ -11,6 +11,7 @@ templates in ``NARRATIVES_DIR`` and third-party plugin templates can use the sam
     {{ report.civil.local|clock }}                          14:30  (14:30:05 when seconds are set)
     {{ report.events.solar_noon|hm }}                       13:05
     {{ report.events.sunset|hm_on(report.civil.local.date()) }}   18:45 on 22 March 2024  (18:45 that day)
+    {{ report.events.sunset|shown_date }}                   2024-05-17 for 23:59:40 on the 16th (as hm shows it)
     {{ report.location.latitude|latitude }}                 48.8566°N
     {{ report.standard_meridian|longitude }}                120°E
     {{ report.sun.elevation|degrees }}                      52.3°
@@ -26,8 +27,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-# The month names and offsets as solarserv.timefmt writes them.
-from solarserv.timefmt import MONTH_NAMES, format_offset
+# The month names, offsets and rounding to the minute as solarserv.timefmt writes them.
+from solarserv.timefmt import MONTH_NAMES, format_offset, round_to_minute
 
 # How times, offsets and coordinates are written is shared with the result JSON (solarserv.timefmt);
 # the filter names are the ones templates use.
@@ -37,7 +38,6 @@ from solarserv.timefmt import format_hms as hms
 from solarserv.timefmt import format_latitude as latitude
 from solarserv.timefmt import format_longitude as longitude
 
-_HALF_MINUTE = dt.timedelta(seconds=30)
 _COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
 
 
@@ -78,10 +78,15 @@ def zone_abbreviation(value: str | None) -> str:
     return f" ({value})" if value and value[:1].isalpha() else ""
 
 
+def shown_date(instant: dt.datetime) -> dt.date:
+    """The date of the minute ``hm`` shows: 23:59:40 shows as 00:00 of the next day."""
+    return round_to_minute(instant).date()
+
+
 def hm_on(instant: dt.datetime, day: dt.date) -> str:
     """HH:MM, naming the date when the minute shown falls on another day than ``day``: an event of the
     solar day can lie on either side of the civil one ("18:45 on 22 March 2024")."""
-    shown_day = (instant + _HALF_MINUTE).date()  # 23:59:40 shows as 00:00 of the next day
+    shown_day = shown_date(instant)
     return hm(instant) if shown_day == day else f"{hm(instant)} on {long_date(shown_day)}"
 
 
@@ -94,6 +99,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "hms": hms,
     "hm": hm,
     "hm_on": hm_on,
+    "shown_date": shown_date,
     "clock": clock,
     "duration": duration,
     "signed_duration": signed_duration,

@@ -30,6 +30,11 @@ def round_to_second(moment: dt.datetime) -> dt.datetime:
     return (moment + dt.timedelta(microseconds=500_000)).replace(microsecond=0)
 
 
+def round_to_minute(moment: dt.datetime) -> dt.datetime:
+    """The nearest whole minute, as format_hm shows it (23:59:30 becomes 00:00 of the next day)."""
+    return (moment + dt.timedelta(seconds=30)).replace(second=0, microsecond=0)
+
+
 def format_hms(value: dt.datetime | dt.time | float) -> str:
     """HH:MM:SS to the nearest second, from a date-time, a time or seconds since midnight.
 

@@ -188,6 +188,9 @@ def test_hm_on_names_the_day_the_minute_shown_falls_on():
     assert narratives.hm_on(dt.datetime(2024, 3, 22, 18, 45, 10, tzinfo=utc), day) == "18:45"
     assert narratives.hm_on(dt.datetime(2024, 3, 21, 18, 45, tzinfo=utc), day) == "18:45 on 21 March 2024"
     assert narratives.hm_on(dt.datetime(2024, 3, 21, 23, 59, 40, tzinfo=utc), day) == "00:00"
+    assert narratives.shown_date(dt.datetime(2024, 3, 21, 23, 59, 29, tzinfo=utc)) == dt.date(2024, 3, 21)
+    assert narratives.shown_date(dt.datetime(2024, 3, 21, 23, 59, 30, tzinfo=utc)) == day  # as hm rounds
+    assert narratives.hm(dt.datetime(2024, 3, 21, 23, 59, 30, tzinfo=utc)) == "00:00"
 
 
 # --- historical context --------------------------------------------------------------------------------
