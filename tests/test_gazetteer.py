@@ -163,6 +163,26 @@ def test_qualifiers_narrow_by_country_name_or_code_and_by_region_name_or_code(ge
     assert "the qualifiers kept 1 of the" in locate(geocoder, "Paris, FR").notes[0]
 
 
+def test_within_a_country_a_places_own_name_beats_another_places_alternate_name(geocoder):
+    # The data lists "Great Falls" among Paterson's names (147,754), "Waterloo" among Austin's and
+    # "Zaragoza" among Tijuana's; each country also has a place with that name as its own.
+    located = locate(geocoder, "Great Falls")
+    assert located.place.display_name == "Great Falls, Montana, United States"
+    assert located.notes[0].startswith("'Great Falls' is also another name of Paterson, New Jersey, United "
+                                       "States (population 147,754); a place with it as its own name was taken.")
+    assert "Austin, Texas, United States" not in {c["display_name"] for c in refusal(geocoder, "Waterloo")
+                                                  .extra["candidates"]}
+    zaragoza = refusal(geocoder, "Zaragoza").extra["candidates"]
+    assert [c["display_name"] for c in zaragoza if c["recommended"]] == ["Zaragoza, Aragón, Spain"]
+
+
+def test_a_region_reaches_a_place_that_bears_the_name_only_as_another_name(geocoder):
+    assert locate(geocoder, "Juarez").place.display_name == "Juárez, Chiapas, Mexico"
+    located = locate(geocoder, "Juarez, Chihuahua")
+    assert located.place.display_name == "Ciudad Juárez, Chihuahua, Mexico"
+    assert "'Juarez' is another name of Ciudad Juárez, Chihuahua, Mexico." in located.notes
+
+
 def test_several_places_in_one_country_give_the_most_populous_and_say_so(geocoder):
     located = locate(geocoder, "Portland, US")
     assert located.place.display_name == "Portland, Oregon, United States"
@@ -325,6 +345,15 @@ def test_an_alternate_name_counts_only_for_a_place_bigger_than_every_bearer_of_t
     assert relevant([lome, capital]) == [capital]
     mumbai, village = _match("Mumbai", "IN", 12_691_836, own=False), _match("Bombay", "NZ", 740, own=True)
     assert relevant([village, mumbai]) == [mumbai, village]
+
+
+def test_an_alternate_name_does_not_count_in_a_country_where_a_place_bears_it_as_its_own():
+    paterson = _match("Paterson", "US", 147_754, own=False)
+    great_falls = _match("Great Falls", "US", 59_638, own=True)
+    assert relevant([paterson, great_falls]) == [great_falls]
+    # In another country it still does: the Italians' Firenze is the English-speakers' Florence.
+    firenze, alabama = _match("Firenze", "IT", 367_150, own=False), _match("Florence", "US", 40_184, own=True)
+    assert relevant([alabama, firenze]) == [firenze, alabama]
 
 
 def test_an_alternate_name_of_a_place_far_smaller_than_the_best_match_does_not_count():

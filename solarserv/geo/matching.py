@@ -73,16 +73,22 @@ class Match:
 def relevant(matches: Iterable[Match]) -> list[Match]:
     """The matches that count, most relevant (most populous) first.
 
-    A place's own name always counts. An alternate name counts only for a place more populous than
-    every place that bears the name as its own, and with at least ALTERNATE_NAME_MIN_SHARE of the
-    population of the biggest match. So "Bombay" finds Mumbai, but "Rome" does not drag in Lomé (whose
-    data lists "Rome" among its names) and "Peking" does not drag in a village that lists it.
+    A place's own name always counts. An alternate name counts only for a place in a country where no
+    place bears the name as its own, more populous than every place that does, and with at least
+    ALTERNATE_NAME_MIN_SHARE of the population of the biggest match. So "Bombay" finds Mumbai and
+    "Florence" still offers Firenze beside the American Florences; but "Rome" does not drag in Lomé (whose
+    data lists "Rome" among its names), "Peking" does not drag in a village that lists it, and "Great Falls"
+    is Great Falls, Montana, not Paterson, New Jersey, whose data lists it as a nickname.
     """
     matches = list(matches)
     biggest_own = max((m.place.population for m in matches if m.by_own_name), default=-1)
     biggest = max((m.place.population for m in matches), default=0)
+    # Within a country a place's own name wins: the data's alternate names include nicknames, districts,
+    # former names and misspellings ("Waterloo" for Austin, "Newton" for Tallahassee).
+    own_name_countries = {m.place.country_code for m in matches if m.by_own_name}
     kept = [m for m in matches if m.by_own_name or (
-        m.place.population > biggest_own and m.place.population >= ALTERNATE_NAME_MIN_SHARE * biggest)]
+        m.place.country_code not in own_name_countries
+        and m.place.population > biggest_own and m.place.population >= ALTERNATE_NAME_MIN_SHARE * biggest)]
     # Stable sort: among equal populations (online providers often give none) the source's order stays.
     return sorted(kept, key=lambda m: (-m.place.population, not m.by_own_name))
 
@@ -110,13 +116,28 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
     if narrowed_from is not None and narrowed_from > len(ranked):
         notes.append(f"'{asked}': the qualifiers kept {len(ranked)} of the {narrowed_from} places "
                      f"with that name.")
+    name = split_qualifiers(asked)[0]
     if not chosen.by_own_name:
-        notes.append(f"'{split_qualifiers(asked)[0]}' is another name of {chosen.place.display_name}.")
+        notes.append(f"'{name}' is another name of {chosen.place.display_name}.")
+    passed_over = _bigger_bearer_of_another_name(chosen, matches)
+    if passed_over:
+        notes.append(f"'{name}' is also another name of {passed_over.display_name} (population "
+                     f"{passed_over.population:,}); a place with it as its own name was taken. Add that "
+                     f"place's region to the name to choose it, or send its latitude and longitude.")
     if len(ranked) > 1:
         place = chosen.place
         notes.append(f"'{asked}' matches {len(ranked)} places in {place.country_code}; the most populous "
                      f"was taken: {place.display_name} (population {place.population:,}).")
     return Located(place=chosen.place, notes=tuple(notes), chosen_among_several=len(ranked) > 1)
+
+
+def _bigger_bearer_of_another_name(chosen: Match, matches: Sequence[Match]) -> Place | None:
+    """The most populous place of the chosen one's country that bears the name only as another name and
+    is bigger than it: the place relevant() set aside for the one whose own name it is."""
+    country, population = chosen.place.country_code, chosen.place.population
+    bigger = [m.place for m in matches
+              if not m.by_own_name and m.place.country_code == country and m.place.population > population]
+    return max(bigger, key=lambda place: place.population, default=None)
 
 
 def candidate_json(place: Place, *, recommended: bool) -> dict[str, Any]:

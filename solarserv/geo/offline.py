@@ -108,7 +108,9 @@ class OfflineGeocoder:
         gazetteer = await self.gazetteer()
         asked = tidy(place_name)
         name, qualifiers = split_qualifiers(asked)
-        matches = relevant(gazetteer.matches(name))
+        # Every place the name matched: relevance is judged by choose(), after any qualifiers, so a
+        # region can reach a place that bears the name only as another name ("Juarez, Chihuahua").
+        matches = gazetteer.matches(name)
         if not matches and not qualifiers:
             name, qualifiers, matches = _trailing_qualifier(gazetteer, name)
         if not matches and gazetteer.qualifier_regions(name):
@@ -124,10 +126,11 @@ class OfflineGeocoder:
             if not named:
                 raise not_found(asked, reason=f"'{qualifier}' is not a country or region the gazetteer knows")
         narrowed = [match for match in matches if all(match.within(named) for named in regions)]
+        ranked = relevant(matches)
         if not narrowed:
-            raise not_found(asked, [m.place.display_name for m in matches[:3]],
+            raise not_found(asked, [m.place.display_name for m in ranked[:3]],
                             reason=f"there are places named '{name}', but none in {', '.join(qualifiers)}")
-        return choose(asked, narrowed, narrowed_from=len(matches))
+        return choose(asked, narrowed, narrowed_from=len(ranked))
 
     async def describe(self, latitude: float, longitude: float) -> Place | None:
         """The town the point is in ("Paris, Île-de-France, France"), else its distance and direction
@@ -181,7 +184,7 @@ def _trailing_qualifier(gazetteer: Gazetteer, text: str) -> tuple[str, list[str]
     for count in range(1, min(MAX_TRAILING_QUALIFIER_WORDS, len(words) - 1) + 1):
         name, qualifier = " ".join(words[:-count]), " ".join(words[-count:])
         if gazetteer.qualifier_regions(qualifier):
-            matches = relevant(gazetteer.matches(name))
+            matches = gazetteer.matches(name)
             if matches:
                 return name, [qualifier], matches
     return text, [], []
