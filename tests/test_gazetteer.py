@@ -168,8 +168,9 @@ def test_within_a_country_a_places_own_name_beats_another_places_alternate_name(
     # "Zaragoza" among Tijuana's; each country also has a place with that name as its own.
     located = locate(geocoder, "Great Falls")
     assert located.place.display_name == "Great Falls, Montana, United States"
-    assert located.notes[0].startswith("'Great Falls' is also another name of Paterson, New Jersey, United "
-                                       "States (population 147,754); a place with it as its own name was taken.")
+    assert located.notes[0] == ("'Great Falls' is also another name of Paterson, New Jersey, United States "
+                                "(population 147,754); the place with it as its own name was taken. To choose "
+                                "the other, add its region to the name, or send its latitude and longitude.")
     assert "Austin, Texas, United States" not in {c["display_name"] for c in refusal(geocoder, "Waterloo")
                                                   .extra["candidates"]}
     zaragoza = refusal(geocoder, "Zaragoza").extra["candidates"]
@@ -178,6 +179,8 @@ def test_within_a_country_a_places_own_name_beats_another_places_alternate_name(
 
 def test_a_region_reaches_a_place_that_bears_the_name_only_as_another_name(geocoder):
     assert locate(geocoder, "Juarez").place.display_name == "Juárez, Chiapas, Mexico"
+    # Lockport lists "Longville" too, in the same state: only its coordinates tell it apart.
+    assert locate(geocoder, "Longville").notes[0].endswith("To choose the other, send its latitude and longitude.")
     located = locate(geocoder, "Juarez, Chihuahua")
     assert located.place.display_name == "Ciudad Juárez, Chihuahua, Mexico"
     assert "'Juarez' is another name of Ciudad Juárez, Chihuahua, Mexico." in located.notes

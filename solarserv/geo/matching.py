@@ -121,9 +121,12 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
         notes.append(f"'{name}' is another name of {chosen.place.display_name}.")
     passed_over = _bigger_bearer_of_another_name(chosen, matches)
     if passed_over:
-        notes.append(f"'{name}' is also another name of {passed_over.display_name} (population "
-                     f"{passed_over.population:,}); a place with it as its own name was taken. Add that "
-                     f"place's region to the name to choose it, or send its latitude and longitude.")
+        # Qualifiers narrow before relevant() applies, so a region reaches it when it is another one.
+        how = ("add its region to the name, or send its latitude and longitude"
+               if passed_over.admin1_code != chosen.admin1_code else "send its latitude and longitude")
+        notes.append(f"'{name}' is also another name of {passed_over.place.display_name} (population "
+                     f"{passed_over.place.population:,}); the place with it as its own name was taken. To "
+                     f"choose the other, {how}.")
     if len(ranked) > 1:
         place = chosen.place
         notes.append(f"'{asked}' matches {len(ranked)} places in {place.country_code}; the most populous "
@@ -131,13 +134,13 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
     return Located(place=chosen.place, notes=tuple(notes), chosen_among_several=len(ranked) > 1)
 
 
-def _bigger_bearer_of_another_name(chosen: Match, matches: Sequence[Match]) -> Place | None:
-    """The most populous place of the chosen one's country that bears the name only as another name and
+def _bigger_bearer_of_another_name(chosen: Match, matches: Sequence[Match]) -> Match | None:
+    """The most populous match in the chosen one's country that bears the name only as another name and
     is bigger than it: the place relevant() set aside for the one whose own name it is."""
     country, population = chosen.place.country_code, chosen.place.population
-    bigger = [m.place for m in matches
+    bigger = [m for m in matches
               if not m.by_own_name and m.place.country_code == country and m.place.population > population]
-    return max(bigger, key=lambda place: place.population, default=None)
+    return max(bigger, key=lambda match: match.place.population, default=None)
 
 
 def candidate_json(place: Place, *, recommended: bool) -> dict[str, Any]:
