@@ -3,6 +3,7 @@ complete example plugin is extracted, loaded the way an operator would load it, 
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from reports import report_at
 
 from solarserv import config, hookspecs
-from solarserv.narration import Narrator
+from solarserv.narration import BUILTIN_PLUGINS, Narrator
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE = re.compile(r"<!-- example-plugin: (?P<name>[\w.]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL)
@@ -77,3 +78,21 @@ def test_the_readme_example_plugin_loads_from_plugins_dir_and_runs(tmp_path):
     day = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation
     night = narrator.narrate(report_at("Paris", "2026-07-14", "23:30")).validation
     assert "✗" not in day and "✗" in night
+
+
+def test_the_readme_shows_the_built_in_hook_implementations_as_they_are():
+    """A snippet implementing a hook that a built-in plugin implements is that built-in's code, comments
+    aside: copied into a plugin, it runs."""
+    section = EXAMPLE.sub("", plugins_section())  # the example plugin is a plugin of its own
+    built_in = {name: function for module in BUILTIN_PLUGINS
+                for name, function in inspect.getmembers(importlib.import_module(module), inspect.isfunction)
+                if name.startswith("solarserv_")}
+    shown = 0
+    for snippet in re.findall(r"```python\n(.*?)```", section, re.DOTALL):
+        hook = re.search(r"^def (solarserv_\w+)\(", snippet, re.MULTILINE)
+        if hook and hook[1] in built_in:
+            source = inspect.getsource(built_in[hook[1]])
+            code = "\n".join(line for line in source.splitlines() if not line.strip().startswith("#"))
+            assert snippet.strip() == code.strip(), f"the README's {hook[1]} is not plugins' code"
+            shown += 1
+    assert shown >= 4
