@@ -203,6 +203,7 @@ async def test_head_is_get_without_the_body_but_never_logs_in(browser, keys):
     # A HEAD of the login link (a link checker's, a chat's preview) does not log in, nor spend an attempt.
     refused = await browser.head("/console/login?" + urlencode({"token": ADMIN_TOKEN}))
     assert refused.code == 405 and SESSION_COOKIE not in browser.cookies
+    assert refused.headers["Allow"] == "GET, POST"
     await browser.log_in()
     head, got = await browser.head("/console"), await browser.get("/console")
     assert (head.code, got.code, head.body) == (200, 200, b"")

@@ -96,7 +96,10 @@ def test_chunked_body_over_16_kib_is_refused_with_an_envelope(live_server):
 
 async def test_unknown_path_and_method_are_envelopes(api):
     assert_envelope(await api("/api/v1/nothing"), 404, "NOT_FOUND")
-    assert_envelope(await api("/api/v1/solar-time", "PUT", PARIS), 405, "METHOD_NOT_ALLOWED")
+    refused = await api("/api/v1/solar-time", "PUT", PARIS)
+    assert_envelope(refused, 405, "METHOD_NOT_ALLOWED")
+    assert refused.headers["Allow"] == "GET, HEAD, POST"  # RFC 9110: a 405 names what is allowed
+    assert (await api("/api/v1/equation-of-time?year=2024", "POST", {})).headers["Allow"] == "GET, HEAD"
 
 
 class ExplodingEngine:

@@ -47,6 +47,21 @@ class BaseHandler(tornado.web.RequestHandler):
         GET; 405 where there is no GET."""
         return self.get(*args)
 
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        self.set_allow_header(status_code)
+        super().write_error(status_code, **kwargs)
+
+    def set_allow_header(self, status: int) -> None:
+        """A 405 names the methods this handler answers (RFC 9110 §15.5.6): those it defines, and HEAD with
+        GET unless HEAD is the method refused (the console's login link refuses it)."""
+        if status != 405:
+            return
+        methods = [method for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+                   if getattr(type(self), method.lower()) is not getattr(tornado.web.RequestHandler, method.lower())]
+        if "GET" in methods and self.request.method != "HEAD":
+            methods.insert(1, "HEAD")
+        self.set_header("Allow", ", ".join(methods))
+
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         if isinstance(value, KeyStoreBusy):
             # Answered 503 "try again" (see the write_error methods): another process's doing, not a fault.
@@ -98,6 +113,7 @@ class ApiHandler(BaseHandler):
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         # send_error's clear() dropped the headers prepare set; the rate-limit ones belong on every answer.
         self._write_admission_headers()
+        self.set_allow_header(error.status)
         if "retry_after" in error.extra:
             self.set_header("Retry-After", str(error.extra["retry_after"]))
         self.finish(json.dumps(error.envelope(), ensure_ascii=False))

@@ -140,6 +140,7 @@ class ConsoleHandler(BaseHandler):
             status_code = 503
             self.set_status(status_code)
             self.set_header("Retry-After", str(BUSY_RETRY_SECONDS))
+        self.set_allow_header(status_code)
         # The error page shows no session; looking it up again could meet the busy store again.
         self.current_user = None
         self.render("console_error.html", status=status_code,
