@@ -364,6 +364,18 @@ def test_an_alternate_name_of_a_place_far_smaller_than_the_best_match_does_not_c
     assert relevant([town, beijing]) == [beijing]
 
 
+@pytest.mark.parametrize("name", ["Springfield", "Georgetown", "San Jose", "Santa Cruz"])
+def test_every_country_a_name_is_in_has_a_candidate(geocoder, name):
+    # Springfield: ten places in the US alone are more populous than those in Australia and Britain.
+    error = refusal(geocoder, name)
+    countries = re.search(r"matches places in \d+ countries \(([A-Z, ]+)\)", error.message)[1].split(", ")
+    candidates = error.extra["candidates"]
+    assert {c["country_code"] for c in candidates} == set(countries)
+    assert len(candidates) == max(len(countries), MAX_CANDIDATES)
+    populations = [c["population"] for c in candidates]
+    assert populations == sorted(populations, reverse=True)
+
+
 def test_the_default_geocoder_opens_a_built_index_at_once(geocoder, data_dir):
     asyncio.run(geocoder.gazetteer())  # the session's index is built
     settings = dataclasses.replace(config.load(environ={}), data_dir=data_dir)

@@ -27,7 +27,7 @@ _ABBREVIATIONS = {"st": "saint", "ste": "sainte", "mt": "mount", "ft": "fort"}
 # share of the population of the biggest place the name matched: "Peking" is also listed as a name of
 # Kosciusko, Mississippi, which must not stand beside Beijing.
 ALTERNATE_NAME_MIN_SHARE = 0.1
-# A 409 lists at most this many candidates (the most populous first).
+# A 409 lists the most populous place of every country the name is in, then more up to this many.
 MAX_CANDIDATES = 10
 
 
@@ -106,11 +106,10 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
     if len(countries) > 1:
         raise ApiError(
             "AMBIGUOUS_LOCATION", 409,
-            f"'{asked}' matches places in {len(countries)} countries "
-            f"({', '.join(countries[:MAX_CANDIDATES])}). "
+            f"'{asked}' matches places in {len(countries)} countries ({', '.join(countries)}). "
             f"Resend with the latitude and longitude of one of the candidates, or narrow the name with a "
             f"country or region, e.g. '{asked}, {chosen.place.country_code}'.",
-            candidates=[candidate_json(m.place, recommended=m is chosen) for m in ranked[:MAX_CANDIDATES]],
+            candidates=[candidate_json(m.place, recommended=m is chosen) for m in _candidates(ranked)],
         )
     notes = []
     if narrowed_from is not None and narrowed_from > len(ranked):
@@ -132,6 +131,18 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
         notes.append(f"'{asked}' matches {len(ranked)} places in {place.country_code}; the most populous "
                      f"was taken: {place.display_name} (population {place.population:,}).")
     return Located(place=chosen.place, notes=tuple(notes), chosen_among_several=len(ranked) > 1)
+
+
+def _candidates(ranked: Sequence[Match]) -> list[Match]:
+    """Each country's most populous match, so that a candidate can be resent for every country the name
+    is in, then the next most populous up to MAX_CANDIDATES; most populous first."""
+    first_of_country: dict[str, Match] = {}
+    for match in ranked:
+        first_of_country.setdefault(match.place.country_code, match)
+    picked = {id(match) for match in first_of_country.values()}
+    room = MAX_CANDIDATES - len(picked)
+    picked.update(id(match) for match in [m for m in ranked if id(m) not in picked][:max(room, 0)])
+    return [match for match in ranked if id(match) in picked]
 
 
 def _bigger_bearer_of_another_name(chosen: Match, matches: Sequence[Match]) -> Match | None:
