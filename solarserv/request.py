@@ -21,6 +21,9 @@ from solarserv.solar.ephemeris import EPHEMERIS_NAME, SUPPORTED_FIRST_DATE, SUPP
 PLACE_NAME_MAX_LENGTH = 200
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TIME = re.compile(r"([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?")
+# A decimal number as JSON and people write it (sign, digits, point, exponent): float() alone would also
+# take "1_0", spaces around it and digits of other scripts ("٤٨").
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def parse_json_fields(body: Any) -> SolarQuery:
@@ -113,11 +116,9 @@ def _text_number(fields: Mapping[str, Any], name: str) -> float | None:
     text = fields.get(name)
     if text is None:
         return None
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise malformed(f"The parameter {name} must be a number of decimal degrees, got {text!r}.") from None
-    return _finite(name, value)
+    if not _DECIMAL.fullmatch(text):
+        raise malformed(f"The parameter {name} must be a number of decimal degrees, got {text!r}.")
+    return _finite(name, float(text))
 
 
 def _finite(name: str, value: float) -> float:
@@ -128,7 +129,8 @@ def _finite(name: str, value: float) -> float:
 
 def _check_range(name: str, value: float, limit: int) -> None:
     if not -limit <= value <= limit:
-        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {value:g}.")
+        # repr, not a rounded form: 180.0001 must not read "got 180".
+        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {value!r}.")
 
 
 def _parse_date(text: str) -> dt.date:

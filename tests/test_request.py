@@ -72,6 +72,8 @@ def test_neither_mode_is_400():
 @pytest.mark.parametrize("changes,words", [
     ({"latitude": 90.5}, "latitude must be between -90 and 90"),
     ({"longitude": -180.01}, "longitude must be between -180 and 180"),
+    ({"longitude": 180.0001}, "got 180.0001."),  # the value as sent, not rounded into the range
+    ({"latitude": 90.0000001}, "got 90.0000001."),
     ({"latitude": 1e400}, "finite"),
     ({"longitude": 10**400}, "finite"),
     ({"date": "2026-02-30"}, "not a real calendar date"),
@@ -117,10 +119,17 @@ def test_place_name_may_hold_a_zero_width_non_joiner():
     assert parse_json_fields(fields).place_name == name
 
 
-@pytest.mark.parametrize("text", ["abc", "", "1,5", "nan", "inf"])
-def test_query_numbers_that_are_not_finite_numbers_are_rejected(text):
+@pytest.mark.parametrize("text", ["abc", "", "1,5", "nan", "inf", "Infinity", "1_0", " 48.8", "48.8 ",
+                                  "\u0664\u0668", "0x1p4", "48.8°"])
+def test_query_numbers_that_are_not_finite_decimal_numbers_are_400(text):
     error = rejected(parse_query_fields, query_args({**PARIS, "latitude": text}))
-    assert "latitude" in error.message
+    assert error.status == 400 and "latitude" in error.message
+
+
+@pytest.mark.parametrize("text,value", [("48", 48.0), ("-48.85", -48.85), ("+48.85", 48.85), ("48.", 48.0),
+                                        (".5", 0.5), ("4.885e1", 48.85), ("-0", 0.0)])
+def test_query_numbers_are_decimal_numbers_as_json_and_people_write_them(text, value):
+    assert parse_query_fields(query_args({**PARIS, "latitude": text})).latitude == value
 
 
 def test_repeated_query_parameter_is_rejected():
