@@ -14,7 +14,7 @@ from solarserv import civil as civil_time
 from solarserv import geo
 from solarserv.calculation import calculate
 from solarserv.geo.timezones import TimezoneLocator
-from solarserv.geo.zones import country_of_zone, has_zone
+from solarserv.geo.zones import country_at, has_zone
 from solarserv.models import Location, SolarQuery
 from solarserv.narration import Narrator
 from solarserv.result import equation_of_time_json, result_json
@@ -91,7 +91,7 @@ class Pipeline:
             latitude=latitude,
             longitude=longitude,
             # The zone's country is the country the point is in; the nearest town may be across a border.
-            country_code=country_of_zone(zone) or (described.country_code if described else ""),
+            country_code=country_at(latitude, zone) or (described.country_code if described else ""),
             timezone=zone,
             source="coordinates",
             near_zone_border=self.timezones.near_border(latitude, longitude, zone),

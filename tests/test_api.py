@@ -101,6 +101,15 @@ async def test_kiritimati_correction_is_wrapped_across_the_date_line(api):
     assert result["location"]["country_code"] == "KI"
 
 
+@pytest.mark.parametrize("latitude,longitude,zone", [(-80, 0, "Africa/Johannesburg"),
+                                                     (-75, -45, "America/Argentina/Ushuaia"),
+                                                     (-77.85, 166.67, "Antarctica/McMurdo")])
+async def test_a_point_in_antarctica_is_in_aq_whatever_zone_its_stations_keep(api, latitude, longitude, zone):
+    result = (await post(api, {"date": "2026-07-14", "local_time": "12:00", "latitude": latitude,
+                               "longitude": longitude})).json()
+    assert (result["timezone"], result["location"]["country_code"]) == (zone, "AQ")
+
+
 @pytest.mark.parametrize("date,dst,offset", [("2026-01-15", False, "+00:00"), ("2026-07-15", True, "+01:00")])
 async def test_dublin_reports_dst_as_people_know_it(api, date, dst, offset):
     # tzdata encodes Irish winter time as negative DST; the service reports summer time as DST.

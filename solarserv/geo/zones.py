@@ -25,6 +25,9 @@ from solarserv.errors import ApiError
 #: The IANA release of the data every answer is computed from, e.g. "2026f".
 TZDATA_VERSION: str = tzdata.IANA_VERSION
 
+# South of it lies the Antarctic Treaty area, all of it ISO 3166-1's AQ.
+ANTARCTIC_TREATY_LATITUDE = -60.0
+
 _PACKAGE = importlib.resources.files("tzdata")
 _ZONEINFO_DIR = importlib.resources.files("tzdata.zoneinfo")
 
@@ -129,6 +132,13 @@ def _zone_countries() -> dict[str, str]:
     countries = {row[2]: row[0].split(",")[0] for row in _tab_rows("zone1970.tab")}
     countries.update({row[2]: row[0] for row in _tab_rows("zone.tab")})
     return countries
+
+
+def country_at(latitude: float, zone: str) -> str | None:
+    """Two-letter country code of a point in `zone`: the zone's country, except south of 60°S, which
+    ISO 3166-1 codes AQ whatever time a station there keeps (timezonefinder gives much of Queen Maud
+    Land South Africa's zone, Africa/Johannesburg, and part of the Weddell Sea coast Argentina's)."""
+    return "AQ" if latitude < ANTARCTIC_TREATY_LATITUDE else country_of_zone(zone)
 
 
 def country_of_zone(name: str) -> str | None:
