@@ -89,8 +89,9 @@ class SunState:
 class SolarEvents:
     """Sunrise, solar noon and sunset of one solar day (aware datetimes: UTC from the solar engine,
     local civil time once the pipeline has converted them). A high-latitude sunset may fall after
-    local midnight; on the day the midnight Sun begins or ends one event is None in a "normal" state
-    (near a pole that event may lie on the other side of solar noon)."""
+    local midnight; on the day the midnight Sun begins or ends one event is None in a "normal" state.
+    Near a pole an event may lie on the other side of solar noon, and a day with two rises or two sets
+    holds its first rise and its last set (solarserv.solar.events)."""
 
     state: Literal["normal", "polar_day", "polar_night"]
     sunrise: dt.datetime | None

@@ -14,13 +14,21 @@ Definitions:
   Almost everywhere the sunrise falls before noon and the sunset after. At high latitudes the sunset can
   fall after local midnight (Tromsø on 2024-05-16 sets at 00:12 on the 17th); it is still this day's
   sunset and is returned with its own date, so day length = sunset − sunrise stays meaningful.
-* **State**: ``polar_day`` when the Sun is above −0.8333° at noon and at both neighbouring solar
-  midnights, ``polar_night`` when it is below at all three; otherwise ``normal``. On the one day a year
-  when the midnight Sun begins (or ends), the Sun rises after a short night but does not set again before
-  the next solar midnight (or sets without having risen): the state is ``normal`` and the missing event
-  is ``None``. Within a few kilometres of a pole the Sun's altitude follows its declination more than the
-  hour angle, so that one event may come on the other side of noon: the South Pole's sunset of March 2024
-  falls in the morning of a solar day whose noon is already below the line.
+* **State**: ``polar_day`` when the Sun stays above −0.8333° the whole solar day, ``polar_night`` when it
+  stays below; otherwise ``normal``. On the one day a year when the midnight Sun begins (or ends), the Sun
+  rises after a short night but does not set again before the next solar midnight (or sets without having
+  risen): the state is ``normal`` and the missing event is ``None``.
+* **Near a pole** the Sun's altitude follows its declination as much as the hour angle, and its highest
+  and lowest points drift from noon and midnight by up to hours. One event may come on the other side of
+  noon (the South Pole's sunset of March 2024 falls in the morning of a solar day whose noon is already
+  below the line); a Sun below the line at noon may peek over it for minutes after noon, rising and
+  setting in the afternoon; and on the rare day that holds two rises (or two sets) the first rise and the
+  last set are the day's.
+
+The search cuts the solar day at noon, at the solar midnights, and where the altitude turns when the Sun
+is near the line there (``_Search.turn_near``), into stretches where the Sun only climbs or only sinks;
+a stretch whose ends lie on either side of the line holds one crossing, found by
+``_Search.standard_altitude_crossing``.
 
 Cost: before its first call the search tells the engine the span it will probe, the solar day around the
 transit (``SunEngine.prepare``: the fast engine fits its days in one evaluation). Then two or three engine
@@ -28,16 +36,17 @@ calls for noon, two for the solar midnights and usually one per event: the
 first guess comes from the Sun's hour angle and declination interpolated between the noon and midnight
 probes, and one engine call confirms it. Six to eight calls in all (six for 85% of scripts/bench_http.py's
 requests), four or five in polar states. Grazing events near the polar-day or polar-night thresholds, and
-days near the poles, take a few Newton steps more: at most ten calls per event and seventeen per request
-on 80,000 random such days (1900–2050), and by construction never more than 31 per event (see
-``_Search.standard_altitude_crossing``). Each call is the engine's ``hour_angle_and_declination`` (no
-topocentric work), and the search runs on Unix seconds as floats (a resolution of 0.5 µs in 1900–2050):
-only the answers become datetimes.
+days near the poles, take a few Newton steps more, and a turn near the line one call: at most eighteen per
+request on 80,000 random days 1900–2050, a third of them within 30° of a pole and a third within 1°; by
+construction never more than 31 per event (see ``_Search.standard_altitude_crossing``). Each call is the
+engine's ``hour_angle_and_declination`` (no topocentric work), and the search runs on Unix seconds as
+floats (a resolution of 0.5 µs in 1900–2050): only the answers become datetimes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 from typing import NamedTuple
 
@@ -55,6 +64,12 @@ EVENT_TOLERANCE_SECONDS = 0.1  # a search ends on a Newton step or a bracket sho
 _MAX_NOON_STEPS = 4
 _MAX_GUIDED_PROBES = 12  # the interpolated guess, Newton steps or false position; then bisection
 _EQUATION_OF_TIME_BOUND_SECONDS = 17 * 60  # it stays within −14.3 … +16.4 min in 1900–2050
+# What _SolarDay's interpolation may miss in the height (0.007″ of declination is 3e-8), with room to spare.
+_INTERPOLATED_HEIGHT_ERROR = 1e-7
+_TURN_MARGIN_SECONDS = 60.0  # beyond the estimated time of a turn, so that its bracket holds it
+# How far from the line the Sun can be at noon or midnight and still cross it before its altitude turns:
+# the drift is under the declination's fastest change (0.41° a day), a turn within 6 hours (turn_near).
+_TURN_HEIGHT_LIMIT = 2 * math.radians(0.41) / SECONDS_PER_DAY * _HALF_DAY_SECONDS / 2 + _INTERPOLATED_HEIGHT_ERROR
 
 
 class _Probe(NamedTuple):
@@ -88,24 +103,27 @@ def solar_events(
     solar_noon = dt.datetime.fromtimestamp(noon, answer_zone)
     midnight_before = search.probe(noon - _HALF_DAY_SECONDS)
     midnight_after = search.probe(noon + _HALF_DAY_SECONDS)
-    up = near_noon.height > 0
-    morning_crossing = (midnight_before.height > 0) != up
-    afternoon_crossing = (midnight_after.height > 0) != up
-    if not (morning_crossing or afternoon_crossing):
-        return SolarEvents(state="polar_day" if up else "polar_night", sunrise=None, solar_noon=solar_noon,
-                           sunset=None)
-
     solar_day = _SolarDay.through(noon, midnight_before, near_noon, midnight_after)
-    morning = afternoon = None
-    if morning_crossing:
-        morning = search.standard_altitude_crossing(near_noon, (midnight_before, near_noon), solar_day)
-    if afternoon_crossing:
-        afternoon = search.standard_altitude_crossing(near_noon, (near_noon, midnight_after), solar_day)
-    # With the Sun down at noon, only a pole's drift in declination makes a crossing: it sets in the
-    # morning or rises in the afternoon.
-    sunrise, sunset = (morning, afternoon) if up else (afternoon, morning)
-    return SolarEvents(state="normal", sunrise=_datetime(sunrise, answer_zone), solar_noon=solar_noon,
-                       sunset=_datetime(sunset, answer_zone))
+    # The day cut where the altitude turns, into stretches where the Sun only climbs or only sinks: each
+    # crosses the standard altitude once if its ends lie on either side of it, else not at all. A turn
+    # matters only with the Sun near the line at noon or midnight (near the polar day or night, or a pole).
+    cuts = [midnight_before, near_noon, midnight_after]
+    turns = [turn for anchor in cuts if abs(anchor.height) < _TURN_HEIGHT_LIMIT
+             and (turn := search.turn_near(anchor, solar_day, midnight_before.seconds, midnight_after.seconds))]
+    if turns:
+        cuts = sorted([*cuts, *turns], key=lambda probe: probe.seconds)
+    rises, sets = [], []
+    for behind, ahead in itertools.pairwise(cuts):
+        if (behind.height > 0) != (ahead.height > 0):
+            crossing = search.standard_altitude_crossing(near_noon, (behind, ahead), solar_day)
+            (rises if ahead.height > 0 else sets).append(crossing)
+    if not (rises or sets):
+        return SolarEvents(state="polar_day" if near_noon.height > 0 else "polar_night", sunrise=None,
+                           solar_noon=solar_noon, sunset=None)
+    # A Sun that only peeks over the line rises and sets in one half of the day; on the rare day with two
+    # rises (or sets), the first rise and the last set are the day's.
+    return SolarEvents(state="normal", sunrise=_datetime(rises[0] if rises else None, answer_zone),
+                       solar_noon=solar_noon, sunset=_datetime(sets[-1] if sets else None, answer_zone))
 
 
 def _solar_day_span(near: float, longitude: float) -> tuple[float, float]:
@@ -202,6 +220,53 @@ class _Search:
                 break
         return seconds, last
 
+    def turn_near(self, anchor: _Probe, day: _SolarDay, earliest: float, latest: float) -> _Probe | None:
+        """The Sun where its altitude turns near ``anchor`` (its highest near noon, its lowest near a solar
+        midnight), probed, when it may lie on the other side of the standard altitude than at ``anchor``
+        and within [earliest, latest]; else None.
+
+        At noon and midnight the hour angle's share of the altitude's rate is zero, not the declination's:
+        the turn comes where the two cancel, sin H = drift / swing. Seconds from noon at mid-latitudes, but
+        hours within a degree of a pole, where a Sun below the line at noon can peek over it for minutes
+        (0.19° from the South Pole on 1977-09-17 it rises and sets again within 29 minutes, 1.3 h after
+        noon). On the way the rate falls from the drift to zero, so the altitude changes by less than
+        drift × time: further from the line than that, ``anchor``'s side is the turn's.
+        """
+        hour_angle_rate, declination_rate = day.rates(anchor.seconds)
+        swing = self._cos_latitude * math.cos(anchor.declination) * hour_angle_rate
+        drift = self._height_rate(anchor.hour_angle, anchor.declination, 0.0, declination_rate)
+        if drift == 0 or abs(drift) >= swing:
+            return None  # no turn: at a pole, or within ~0.06° of one, the drift outruns the daily swing
+        reach = math.asin(abs(drift) / swing) / hour_angle_rate
+        if abs(anchor.height) > 2 * abs(drift) * reach + _INTERPOLATED_HEIGHT_ERROR:
+            return None
+        # The highest point lies the way the altitude still climbs at noon, the lowest the way it came from.
+        forward = (drift > 0) == (abs(anchor.hour_angle) < math.pi / 2)
+        far_end = anchor.seconds + (1 if forward else -1) * (2 * reach + _TURN_MARGIN_SECONDS)
+        low, high = sorted((anchor.seconds, min(max(far_end, earliest), latest)))
+        rising_at_low = self._interpolated_height_rate(low, day) > 0
+        if (self._interpolated_height_rate(high, day) > 0) == rising_at_low:
+            return None  # the turn lies beyond this solar day; the neighbouring day's search finds it
+        while high - low > EVENT_TOLERANCE_SECONDS:  # bisection on the interpolation: no engine calls
+            middle = (low + high) / 2
+            if (self._interpolated_height_rate(middle, day) > 0) == rising_at_low:
+                low = middle
+            else:
+                high = middle
+        turn = self.probe((low + high) / 2)
+        return turn if (turn.height > 0) != (anchor.height > 0) else None
+
+    def _interpolated_height_rate(self, seconds: float, day: _SolarDay) -> float:
+        return self._height_rate(*day.at(seconds), *day.rates(seconds))
+
+    def _height_rate(self, hour_angle: float, declination: float, hour_angle_rate: float,
+                     declination_rate: float) -> float:
+        """d/dt of sin φ·sin δ + cos φ·cos δ·cos H, the height's rate of change (per second)."""
+        sin_declination, cos_declination = math.sin(declination), math.cos(declination)
+        return (self._sin_latitude * cos_declination
+                - self._cos_latitude * sin_declination * math.cos(hour_angle)) * declination_rate - (
+            self._cos_latitude * cos_declination * math.sin(hour_angle) * hour_angle_rate)
+
     def standard_altitude_crossing(self, start: _Probe, bracket: tuple[_Probe, _Probe], day: _SolarDay) -> float:
         """The instant inside ``bracket`` (ends on opposite sides of −0.8333°) where the Sun crosses it,
         within ``EVENT_TOLERANCE_SECONDS``.
@@ -268,12 +333,7 @@ class _Search:
 
     def _newton_step(self, probe: _Probe, day: _SolarDay) -> float | None:
         """Seconds from ``probe`` to where its height would reach zero at its present rate of change."""
-        hour_angle_rate, declination_rate = day.rates(probe.seconds)
-        sin_declination, cos_declination = math.sin(probe.declination), math.cos(probe.declination)
-        # d/dt of sin φ·sin δ + cos φ·cos δ·cos H
-        rate = (self._sin_latitude * cos_declination
-                - self._cos_latitude * sin_declination * math.cos(probe.hour_angle)) * declination_rate - (
-            self._cos_latitude * cos_declination * math.sin(probe.hour_angle) * hour_angle_rate)
+        rate = self._height_rate(probe.hour_angle, probe.declination, *day.rates(probe.seconds))
         return None if rate == 0 else -probe.height / rate
 
 
