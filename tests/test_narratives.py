@@ -182,6 +182,14 @@ def test_solar_context_dates_an_event_that_falls_on_another_civil_day(narrator):
     assert "✓ Sun's elevation -1.1° fits night, outside sunrise none – sunset 18:45" in texts.validation
 
 
+def test_solar_context_of_a_sun_that_peeks_over_the_line_after_midnight(narrator):
+    # 0.19° from the South Pole the Sun, below the line at solar noon (23:53 on NZ clocks), is up for
+    # 29 minutes an hour later: both events fall on the next civil day, and neither is "after midnight".
+    report = report_in("Antarctica/McMurdo", -89.8125, 0.0, "1977-09-20", "12:00", "near the South Pole")
+    assert report.events.state == "normal"
+    assert "The Sun rises at 00:56 on 21 September 1977 and sets at 01:25." in narrator.narrate(report).solar_context
+
+
 def test_hm_on_names_the_day_the_minute_shown_falls_on():
     day = dt.date(2024, 3, 22)
     utc = dt.UTC
