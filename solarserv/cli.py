@@ -24,7 +24,7 @@ import tornado.process
 import solarserv
 from solarserv import config
 from solarserv.errors import ApiError
-from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStore, KeyStoreBusy, KeyStoreError
+from solarserv.keys import ACTIVE, INACTIVE, TIER_ALIASES, TIERS, KeyStore, KeyStoreBusy, KeyStoreError
 from solarserv.narration import PluginConflict, PluginLoadError
 from solarserv.request import parse_json_fields
 
@@ -82,8 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     key_commands = keys_parser.add_subparsers(title="key commands", metavar="KEY_COMMAND", required=True)
     create_parser = key_commands.add_parser("create", help="issue a key; the full key is printed this once")
     create_parser.add_argument("--label", required=True, help="whose key it is")
-    create_parser.add_argument("--tier", required=True, choices=list(TIERS),
-                               help="; ".join(tier.describe() for tier in TIERS.values()))
+    create_parser.add_argument("--tier", required=True, choices=[*TIERS, *TIER_ALIASES],
+                               help="; ".join(tier.describe() for tier in TIERS.values()) + " ("
+                               + ", ".join(f"{alias} is {name}" for alias, name in TIER_ALIASES.items()) + ")")
     create_parser.add_argument("--rpm", type=int, help="requests per minute, for a " + " or ".join(
         f"{tier.name} key ({tier.min_rpm} to {tier.max_rpm})" for tier in TIERS.values() if tier.rpm_is_chosen))
     create_parser.add_argument("--json", action="store_true", help="print JSON")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from solarserv.sqlite import Migrations, sqlite_utils
+from solarserv.text import has_hidden_characters
 
 KEY_PREFIX = "tst_"
 SECRET_BYTES = 32  # token_urlsafe(32) → 43 characters
@@ -71,6 +72,10 @@ class Tier:
 
 
 TIERS = {tier.name: tier for tier in (Tier("free", 10, 10), Tier("builder", 60, 60), Tier("pro", 120, 300))}
+# The spec's other names for two tiers ("Free/Dev", "Pro/Commercial"); keys record the names above.
+TIER_ALIASES = {"dev": "free", "commercial": "pro"}
+# SQLite's INTEGER holds no more: a larger id names no key.
+_MAX_KEY_ID = 2**63 - 1
 
 
 class KeyStoreError(ValueError):
@@ -214,7 +219,8 @@ class KeyStore:
     @_busy_is_refused
     def create(self, label: str, tier: str, rpm: int | None = None) -> IssuedKey:
         label = _checked_label(label)
-        rpm = checked_rpm(tier, rpm)
+        spec = tier_named(tier)
+        tier, rpm = spec.name, checked_rpm(spec, rpm)
         for _ in range(PREVIEW_DRAWS):
             key = KEY_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
             row = {"digest": _digest(key), "preview": _preview(key), "label": label, "tier": tier, "rpm": rpm,
@@ -248,7 +254,8 @@ class KeyStore:
         """A key by its id (``3``) or preview (``tst_abcd…``, the ellipsis optional)."""
         reference = reference.strip()
         if reference.isascii() and reference.isdigit():
-            rows = list(self._db.query("select * from keys where id = ?", [int(reference)]))
+            key_id = int(reference) if len(reference) <= len(str(_MAX_KEY_ID)) else _MAX_KEY_ID + 1
+            rows = list(self._db.query("select * from keys where id = ?", [key_id])) if key_id <= _MAX_KEY_ID else []
         else:
             preview = reference.removesuffix(ELLIPSIS).removesuffix("...") + ELLIPSIS
             rows = list(self._db.query("select * from keys where preview = ?", [preview]))
@@ -261,9 +268,10 @@ class KeyStore:
     def set_status(self, key_id: int, status: str) -> ApiKey:
         if status not in (ACTIVE, INACTIVE):
             raise KeyStoreError(f"A key's status is {ACTIVE} or {INACTIVE}, not {status!r}.")
+        key = self.find(str(key_id))  # an unknown id, however large, is a KeyStoreError
         with self._writing():
-            self._db.execute("update keys set status = ? where id = ?", [status, key_id])
-        return self.find(str(key_id))
+            self._db.execute("update keys set status = ? where id = ?", [status, key.id])
+        return self.find(str(key.id))
 
     # The console's sessions. The session cookie names one; only those recorded here, unexpired, admit.
 
@@ -289,18 +297,23 @@ class KeyStore:
             self._db.execute("delete from console_sessions where id = ?", [session_id])
 
 
-def checked_rpm(tier: str, rpm: int | None) -> int:
-    """The rpm a key of ``tier`` gets: the tier's fixed value, or the one chosen within its range."""
-    if tier not in TIERS:
-        raise KeyStoreError(f"Unknown tier {tier!r}; the tiers are "
+def tier_named(name: str) -> Tier:
+    """The tier called ``name``, or by one of the spec's other names (TIER_ALIASES)."""
+    tier = TIERS.get(TIER_ALIASES.get(name, name))
+    if tier is None:
+        raise KeyStoreError(f"Unknown tier {name!r}; the tiers are "
                             + "; ".join(t.describe() for t in TIERS.values()) + ".")
-    spec = TIERS[tier]
+    return tier
+
+
+def checked_rpm(tier: Tier, rpm: int | None) -> int:
+    """The rpm a key of ``tier`` gets: the tier's fixed value, or the one chosen within its range."""
     if rpm is None:
-        if spec.rpm_is_chosen:
-            raise KeyStoreError(f"A {tier} key needs its rpm chosen, {spec.min_rpm} to {spec.max_rpm}.")
-        return spec.min_rpm
-    if not spec.min_rpm <= rpm <= spec.max_rpm:
-        raise KeyStoreError(f"A {tier} key has {spec.allowance()}; {rpm} is not allowed.")
+        if tier.rpm_is_chosen:
+            raise KeyStoreError(f"A {tier.name} key needs its rpm chosen, {tier.min_rpm} to {tier.max_rpm}.")
+        return tier.min_rpm
+    if not tier.min_rpm <= rpm <= tier.max_rpm:
+        raise KeyStoreError(f"A {tier.name} key has {tier.allowance()}; {rpm} is not allowed.")
     return rpm
 
 
@@ -310,8 +323,9 @@ def _checked_label(label: str) -> str:
         raise KeyStoreError("A key needs a label saying whose it is.")
     if len(label) > LABEL_MAX_LENGTH:
         raise KeyStoreError(f"A label is at most {LABEL_MAX_LENGTH} characters; this one has {len(label)}.")
-    if any(ord(character) < 32 or ord(character) == 127 for character in label):
-        raise KeyStoreError("A label cannot contain control characters (newlines, tabs, …).")
+    if has_hidden_characters(label):
+        raise KeyStoreError("A label cannot contain control characters (newlines, tabs, …), bytes that are "
+                            "not UTF-8, line separators or bidirectional overrides.")
     return label
 
 

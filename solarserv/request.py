@@ -10,13 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 from solarserv.errors import invalid, malformed
 from solarserv.models import SolarQuery
 from solarserv.solar.ephemeris import EPHEMERIS_NAME, SUPPORTED_FIRST_DATE, SUPPORTED_LAST_DATE
+from solarserv.text import has_hidden_characters
 
 PLACE_NAME_MAX_LENGTH = 200
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -162,6 +162,7 @@ def _check_place_name(raw: str) -> str:
         raise invalid("place_name must not be empty.")
     if len(name) > PLACE_NAME_MAX_LENGTH:
         raise invalid(f"place_name must be at most {PLACE_NAME_MAX_LENGTH} characters, got {len(name)}.")
-    if any(unicodedata.category(char) in {"Cc", "Cs", "Co", "Cn"} for char in name):
-        raise invalid("place_name must not contain control or unassigned characters.")
+    if has_hidden_characters(name):
+        raise invalid("place_name must not contain control, unassigned or layout characters (line "
+                      "separators, bidirectional overrides).")
     return name

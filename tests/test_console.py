@@ -352,6 +352,8 @@ async def test_a_pro_key_takes_its_rpm_and_needs_one(browser, keys):
     assert refused.code == 400 and "120 to 300 requests per minute" in browser.text(refused)
     assert 'value="Bigger"' in browser.text(refused)  # the form keeps what was typed
     assert [key.label for key in keys.all()] == ["Big"]
+    refused = await browser.post("/console", {"label": "Bigger", "tier": "pro", "rpm": "9" * 5000})
+    assert refused.code == 400 and "RPM must be a whole number of requests per minute" in browser.text(refused)
 
 
 class TierOptions(html.parser.HTMLParser):
@@ -377,8 +379,12 @@ async def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(browser
     assert "(pro: 120–300; team: 20–40)" in page
     created = await browser.post("/console", {"label": "Team", "tier": "team", "rpm": "30"})
     assert created.code == 200 and [(key.tier, key.rpm) for key in keys.all()] == [("team", 30)]
-    ignored = await browser.post("/console", {"label": "Builder", "tier": "builder", "rpm": "30"})
-    assert ignored.code == 200 and keys.all()[-1].rpm == 60  # a fixed tier's rpm is not asked for
+    fixed = await browser.post("/console", {"label": "Builder", "tier": "builder", "rpm": ""})
+    assert fixed.code == 200 and keys.all()[-1].rpm == 60  # a fixed tier's rpm is not asked for
+    # ... and another one is refused, as the CLI's --rpm is (the page disables the field for it).
+    refused = await browser.post("/console", {"label": "Builder", "tier": "builder", "rpm": "30"})
+    assert refused.code == 400
+    assert "A builder key has 60 requests per minute; 30 is not allowed." in browser.text(refused)
 
 
 @pytest.mark.browser
@@ -425,6 +431,8 @@ async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, 
     await browser.post(f"/console/keys/{issued.record.id}/activate")
     answer = await api("/api/v1/solar-time", headers={"X-API-Key": issued.key})
     assert "X-API-Key-Status" not in answer.headers and answer.headers["X-RateLimit-Limit"] == "10"
+    for unknown in (issued.record.id + 1, 10**20):  # 10**20 is beyond any id SQLite can hold
+        assert (await browser.post(f"/console/keys/{unknown}/deactivate")).code == 404
     assert (await browser.post("/console/keys/999/deactivate")).code == 404
 
 

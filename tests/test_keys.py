@@ -81,6 +81,12 @@ def test_tiers_give_their_rpm(store, tier, rpm, expected):
     assert store.create("Acme", tier, rpm).record.rpm == expected
 
 
+def test_the_specs_other_tier_names_issue_keys_of_those_tiers(store):
+    # The spec's "Free/Dev" and "Pro/Commercial" tiers.
+    assert (store.create("Acme", "dev").record.tier, store.create("Acme", "commercial", 200).record.tier) == (
+        "free", "pro")
+
+
 @pytest.mark.parametrize(("tier", "rpm", "message"), [
     ("pro", None, "needs its rpm chosen, 120 to 300"),
     ("pro", 119, "120 to 300 requests per minute"),
@@ -97,6 +103,9 @@ def test_anything_else_is_refused_with_a_clear_message(store, tier, rpm, message
 
 @pytest.mark.parametrize(("label", "message"), [
     ("  ", "needs a label"), ("x" * 101, "at most 100 characters"), ("two\nlines", "control characters"),
+    ("C1 \x9b31m", "control characters"), ("next \x85line", "control characters"),
+    ("line\u2028separator", "line separators"), ("RTL \u202eevil", "bidirectional overrides"),
+    ("not \udcffUTF-8", "not UTF-8"),  # a byte of a command line that was not UTF-8
 ])
 def test_labels_are_checked(store, label, message):
     with pytest.raises(KeyStoreError, match=message):
@@ -142,6 +151,11 @@ def test_find_by_id_or_preview(store):
         store.find("99")
     with pytest.raises(KeyStoreError, match="No key has"):
         store.set_status(99, "inactive")
+    for beyond_sqlite in ("9" * 20, "9" * 5000):  # larger than any id SQLite can hold
+        with pytest.raises(KeyStoreError, match="No key has"):
+            store.find(beyond_sqlite)
+    with pytest.raises(KeyStoreError, match="No key has"):
+        store.set_status(10**20, "inactive")
     with pytest.raises(KeyStoreError, match="active or inactive"):
         store.set_status(record.id, "paused")
 

@@ -101,6 +101,8 @@ def test_well_formed_but_invalid_values_are_422_with_the_rule(changes, words):
     ("   ", "must not be empty"),
     ("x" * 201, "at most 200 characters"),
     ("Par\x00is", "control"),
+    ("Paris\u202e", "control"),  # a bidirectional override
+    ("Par\u2028is", "control"),  # a line separator
     ("Paris\n", None),  # trailing whitespace, including a newline, is trimmed
 ])
 def test_place_name_rules(name, words):

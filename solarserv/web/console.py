@@ -41,6 +41,7 @@ LOGIN_PATH = "/console/login"
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
 LOGIN_ATTEMPTS_PER_MINUTE = 10
+_RPM_MAX_DIGITS = 6  # far above any tier's; a longer number is refused before it is converted
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -220,7 +221,7 @@ class KeysHandler(ConsoleHandler):
     async def post(self) -> None:
         form = {name: self.get_body_argument(name, "").strip() for name in ("label", "tier", "rpm")}
         try:
-            rpm = _form_rpm(form["tier"], form["rpm"])
+            rpm = _form_rpm(form["rpm"])
             issued = self.services.keys.create(form["label"], form["tier"], rpm)
         except KeyStoreError as exc:
             self.set_status(400)
@@ -248,12 +249,14 @@ class KeyStatusHandler(ConsoleHandler):
         self.redirect(CONSOLE_PATH, status=303)
 
 
-def _form_rpm(tier: str, rpm: str) -> int | None:
-    """The RPM field counts only for tiers whose rpm is chosen at issuance (the others' is fixed)."""
-    if tier not in TIERS or not TIERS[tier].rpm_is_chosen or not rpm:
-        return None  # the store explains an unknown tier or a missing choice
-    if not (rpm.isascii() and rpm.isdigit()):
-        raise KeyStoreError(f"RPM must be a whole number, not {rpm!r}.")
+def _form_rpm(rpm: str) -> int | None:
+    """The RPM field as a number; left empty, None: the tier's fixed rpm, or the store asks for one. Checked
+    by the store as the CLI's --rpm is, so a fixed tier refuses another rpm in both."""
+    if not rpm:
+        return None
+    if not (rpm.isascii() and rpm.isdigit()) or len(rpm) > _RPM_MAX_DIGITS:
+        raise KeyStoreError(f"RPM must be a whole number of requests per minute (at most {_RPM_MAX_DIGITS} "
+                            f"digits), not {rpm[:20]!r}.")
     return int(rpm)
 
 
