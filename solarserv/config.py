@@ -69,7 +69,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("admin_token", "ADMIN_TOKEN", None, str, None,
             "Console login token; unset: one is generated at start and its login URL printed."),
     Setting("trust_proxy", "TRUST_PROXY", "--trust-proxy", _bool, False,
-            "true: take the client IP from X-Forwarded-For / X-Real-IP."),
+            "true: take the client IP from X-Forwarded-For / X-Real-IP, and HTTPS from X-Forwarded-Proto (the "
+            "console cookie's Secure flag)."),
     Setting("anon_rpm", "ANON_RPM", "--anon-rpm", _positive_int, 60,
             "Anonymous requests per minute per client IP."),
     Setting("geocoder", "GEOCODER", "--geocoder", str, "offline",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html.parser
 import logging
 import re
@@ -68,11 +69,13 @@ class Browser:
         return await self._fetch(path, "HEAD", None, {})
 
     async def post(self, path: str, form: dict | None = None, xsrf: bool = True):
-        if xsrf and "_xsrf" not in self.cookies:
-            # A rendered console page sets the XSRF cookie, as a browser gets it from the page with the form.
-            await self.get("/console" if SESSION_COOKIE in self.cookies else "/console/login")
-        fields = {**(form or {}), **({"_xsrf": self.cookies["_xsrf"]} if xsrf else {})}
+        fields = {**(form or {}), **({"_xsrf": await self.form_token()} if xsrf else {})}
         return await self._fetch(path, "POST", urlencode(fields), {})
+
+    async def form_token(self) -> str:
+        """The XSRF token the console's forms carry now, read from a rendered page as a browser has it."""
+        page = await self.get("/console" if SESSION_COOKIE in self.cookies else "/console/login")
+        return re.search(r'name="_xsrf" value="([^"]+)"', self.text(page))[1]
 
     async def log_in(self) -> None:
         reply = await self.get("/console/login?" + urlencode({"token": ADMIN_TOKEN}))
@@ -190,9 +193,59 @@ async def test_the_login_link_sets_a_session_and_keeps_the_token_out_of_urls_and
     reply = await browser.get("/console/login?" + urlencode({"token": ADMIN_TOKEN}))
     assert reply.code == 303 and reply.headers["Location"] == "/console"
     cookie = set_cookie(reply, SESSION_COOKIE)
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    # Lax, not Strict: a login link clicked in another site's page (a chat, a mail) must arrive logged in;
+    # the browser would not send a Strict cookie along the redirect such a click starts. Other sites'
+    # forms still cannot post with it, and the forms' tokens are bound to the session.
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
     assert (await browser.get("/console")).code == 200
     assert caplog.records and not any(ADMIN_TOKEN in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize(("trust_proxy", "forwarded", "secure"), [
+    (False, "https", False),  # a client's header, not a proxy's: the socket is plain HTTP
+    (True, "https", True),
+    (True, "http, https", True),  # the last entry is what reached the nearest proxy, ours
+    (True, "https, http", False),
+])
+async def test_the_session_cookie_is_secure_when_a_trusted_proxy_was_reached_over_https(
+        browser, app, trust_proxy, forwarded, secure):
+    services = app.settings["services"]
+    services.settings = dataclasses.replace(services.settings, trust_proxy=trust_proxy)
+    reply = await browser.get("/console/login?" + urlencode({"token": ADMIN_TOKEN}), **{"X-Forwarded-Proto": forwarded})
+    assert ("Secure" in set_cookie(reply, SESSION_COOKIE)) is secure
+
+
+async def test_the_admin_token_stays_out_of_the_logs_on_mistyped_console_urls(browser, caplog):
+    caplog.set_level(logging.INFO)
+    token = urlencode({"token": ADMIN_TOKEN})
+    for path in (f"/console/login/?{token}", f"/Console/login?{token}", f"/console/?{token}",
+                 f"/api/v1/solar-time?{token}"):
+        await browser.get(path)
+    await browser.post(f"/console/login?{token}", xsrf=False)  # refused by the XSRF check, which logs it
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) >= 5 and not any(ADMIN_TOKEN in message for message in messages)
+
+
+async def test_the_session_cookie_holds_nothing_to_test_admin_token_guesses_on(browser, app):
+    await browser.log_in()
+    cookie_secret = app.settings["services"].console.cookie_secret
+    signed = tornado.web.decode_signed_value(cookie_secret, SESSION_COOKIE, browser.cookies[SESSION_COOKIE])
+    assert signed and hashlib.sha256(ADMIN_TOKEN.encode()).hexdigest()[:32].encode() not in signed
+
+
+async def test_a_form_token_set_as_a_cookie_by_another_port_of_this_host_is_refused(browser, keys):
+    # Cookies do not tell ports apart, so a page on another port can set this host's _xsrf cookie and post
+    # a form carrying the same value; SameSite counts both ports as one site and sends the session too.
+    issued = keys.create("Acme", "free")
+    await browser.log_in()
+    tossed = "2|00000000|" + "41" * 16 + "|1795309073"
+    browser.cookies["_xsrf"] = tossed
+    reply = await browser._fetch(f"/console/keys/{issued.record.id}/deactivate", "POST",
+                                 urlencode({"_xsrf": tossed}), {})
+    assert reply.code == 403 and keys.find(str(issued.record.id)).status == "active"
+    # The token the session's own page carries is accepted.
+    assert (await browser.post(f"/console/keys/{issued.record.id}/deactivate")).code == 303
+    assert keys.find(str(issued.record.id)).status == "inactive"
 
 
 async def test_head_is_get_without_the_body_but_never_logs_in(browser, keys):

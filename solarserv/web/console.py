@@ -1,17 +1,18 @@
 """The operator console at /console: log in with the admin token; list, create, deactivate API keys.
 
 How it is protected (the spec leaves it open):
-- The admin token is ADMIN_TOKEN, or one generated at start whose login link the server prints (as
-  Jupyter does). The token travels in a URL only in that one link, which sets the session and redirects
-  at once; the access log never shows console query strings. Tokens are compared in constant time.
-- The session is a signed cookie (HttpOnly, SameSite=Strict, Secure over HTTPS) naming a session that
-  the key store records for SESSION_DAYS. Logging out deletes that record, so a copy of the cookie stops
+- The admin token is ADMIN_TOKEN, or one generated at each start whose login link the server prints (as
+  Jupyter does). The token travels in a URL only in that link, which sets the session and redirects at
+  once; no log line shows the query string of a console page, or any holding a ``token`` parameter.
+  Tokens are compared in constant time.
+- The session is a signed cookie (HttpOnly, SameSite=Lax, Secure over HTTPS) naming a session that the
+  key store records for SESSION_DAYS. Logging out deletes that record, so a copy of the cookie stops
   working too, in every process on the data dir. The signing secret is generated once and kept in
-  DATA_DIR/cookie_secret, so restarts and sibling processes keep sessions; deleting the file ends every
-  session. The cookie signs a fingerprint of the admin token, so changing ADMIN_TOKEN also ends every
-  session.
-- Every form carries Tornado's XSRF token; login attempts are limited per client IP; every page is sent
-  with no-store, frame-deny and a content security policy that allows only this site's own files.
+  DATA_DIR/cookie_secret. The cookie also signs a fingerprint of the admin token keyed with that secret,
+  so changing ADMIN_TOKEN ends every session, and the cookie gives nothing to test guesses of it against.
+- Every form carries an XSRF token bound to the session (``ConsoleSecrets.form_token``); login attempts
+  are limited per client IP; every page is sent with no-store, frame-deny and a content security policy
+  that allows only this site's own files.
 - Every handler declares ``access = Access.ADMIN`` or ``Access.PUBLIC``; ``check_declared_access``
   refuses to build an application where one does not.
 """
@@ -51,6 +52,7 @@ SECURITY_HEADERS = {
 }
 
 access_log = logging.getLogger("tornado.access")
+log = logging.getLogger("solarserv.console")
 
 
 class Access(enum.Enum):
@@ -82,10 +84,22 @@ class ConsoleSecrets:
         return session_id.decode() if hmac.compare_digest(fingerprint, self._token_fingerprint()) else None
 
     def _token_fingerprint(self) -> bytes:
-        return hashlib.sha256(self.admin_token.encode()).hexdigest()[:32].encode()
+        # Keyed with the cookie secret: a plain hash of the token would let whoever holds any session
+        # cookie, even an expired one, test guesses at an operator-chosen token offline.
+        return self._keyed_digest(b"admin-token:" + self.admin_token.encode())[:32].encode()
+
+    def form_token(self, session_id: str) -> bytes:
+        """The XSRF token of a session's forms. Tornado's own token only has to match the _xsrf cookie, and
+        a page on another port of this host can set this host's cookies (cookies do not tell ports apart):
+        it could set that cookie and post a form with the same value. It cannot know this one, which only
+        the session's own pages show."""
+        return self._keyed_digest(b"forms:" + session_id.encode()).encode()
+
+    def _keyed_digest(self, message: bytes) -> str:
+        return hmac.new(self.cookie_secret.encode(), message, hashlib.sha256).hexdigest()
 
     def login_link(self, base_url: str) -> str:
-        """The one-time login link printed at start (only for a generated token)."""
+        """The login link printed at start (only for a generated token, which changes at every start)."""
         return f"{base_url.rstrip('/')}{LOGIN_PATH}?{urlencode({'token': self.admin_token})}"
 
 
@@ -128,6 +142,33 @@ class ConsoleHandler(BaseHandler):
         cookie = self.get_signed_cookie(SESSION_COOKIE, max_age_days=SESSION_DAYS)
         session_id = self.services.console.session_id_in(cookie) if cookie is not None else None
         return session_id if session_id is not None and self.services.keys.session_is_live(session_id) else None
+
+    @property
+    def xsrf_token(self) -> bytes:
+        """The token the forms carry: bound to the session once there is one (ConsoleSecrets.form_token);
+        before it (the login form), Tornado's."""
+        if self.current_user:
+            return self.services.console.form_token(self.current_user)
+        return super().xsrf_token
+
+    def check_xsrf_cookie(self) -> None:
+        """A form posted with a session must carry that session's token; one without a session (logging
+        in) is checked as Tornado does, against the _xsrf cookie."""
+        if not self.current_user:
+            super().check_xsrf_cookie()
+            return
+        sent = self.get_argument("_xsrf", None) or ""
+        if not hmac.compare_digest(sent.encode(), self.xsrf_token):
+            raise tornado.web.HTTPError(403, "the form's XSRF token is not this session's")
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, tornado.web.HTTPError) and value.log_message:
+            # Tornado's line names the request's URI, and a login link posted or mistyped holds the token.
+            message = value.log_message % value.args if value.args else value.log_message
+            log.warning("%d %s %s (%s): %s", value.status_code, self.request.method, self.request.path,
+                        self.request.remote_ip, message)
+        else:
+            super().log_exception(typ, value, tb)
 
     def prepare(self) -> None:
         if self.access is Access.ADMIN and not self.current_user:
@@ -184,7 +225,7 @@ class LoginHandler(ConsoleHandler):
         else:
             session_id = self.services.keys.start_session(SESSION_DAYS * 24 * 3600)
             self.set_signed_cookie(SESSION_COOKIE, self.services.console.session_cookie(session_id),
-                                   expires_days=SESSION_DAYS, httponly=True, samesite="Strict",
+                                   expires_days=SESSION_DAYS, httponly=True, samesite="Lax",
                                    secure=self._over_https())
             # Also drops the token from the address bar: the browser lands on a clean URL.
             self.redirect(local_path(self.get_argument("next", None)), status=303)
@@ -196,7 +237,9 @@ class LoginHandler(ConsoleHandler):
 
     def _over_https(self) -> bool:
         if self.services.settings.trust_proxy:
-            return self.request.headers.get("X-Forwarded-Proto", self.request.protocol).lower() == "https"
+            # Each proxy on the way appends its own; the last is what reached the nearest one, ours.
+            forwarded = self.request.headers.get("X-Forwarded-Proto", self.request.protocol)
+            return forwarded.split(",")[-1].strip().lower() == "https"
         return self.request.protocol == "https"
 
 
@@ -280,10 +323,13 @@ def check_declared_access(routes: list[tuple[str, type]]) -> None:
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:
-    """Tornado's access-log line, without query strings on console pages (the login link holds the token)."""
+    """Tornado's access-log line, without the query string where it may hold the admin token: on console
+    pages (the login link), and wherever a ``token`` parameter is given (a console URL mistyped)."""
     status = handler.get_status()
     request = handler.request
-    target = request.path if isinstance(handler, ConsoleHandler) else request.uri
+    holds_token = request.path.lower().startswith(CONSOLE_PATH) or any(
+        name.lower() == "token" for name in request.query_arguments)
+    target = request.path if holds_token else request.uri
     level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
     access_log.log(level, "%d %s %s (%s) %.2fms", status, request.method, target, request.remote_ip,
                    1000.0 * request.request_time())
