@@ -304,13 +304,27 @@ def _key_store(settings: Any) -> Iterator[KeyStore]:
         store.close()
 
 
+def _missing_key_store(settings: Any) -> str | None:
+    """Why there are no keys to read here, when the data dir has no key store: a mistyped --data-dir would
+    otherwise list an empty, new store, or deactivate nothing."""
+    path = KeyStore.path_in(settings.data_dir)
+    if path.exists():
+        return None
+    return (f"There is no key store at {path}: no key was created and no server has run with this data "
+            "dir. Give the servers' --data-dir (or SOLARSERV_DATA_DIR).")
+
+
 def create_key(settings: Any, args: argparse.Namespace) -> int:
+    new_store = _missing_key_store(settings) is not None
     with _key_store(settings) as store:
         try:
             issued = store.create(args.label, args.tier, args.rpm)
         except KeyStoreError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+    if new_store:
+        print(f"note: created a new key store at {store.path}; servers read it when started with this data "
+              "dir.", file=sys.stderr)
     record = issued.record
     if args.json:
         print(json.dumps({"key": issued.key, **record.public_fields()}, ensure_ascii=False))
@@ -323,6 +337,9 @@ def create_key(settings: Any, args: argparse.Namespace) -> int:
 
 
 def list_keys(settings: Any, args: argparse.Namespace) -> int:
+    if missing := _missing_key_store(settings):
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
     with _key_store(settings) as store:
         keys = store.all()
     if args.json:
@@ -338,6 +355,9 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
 
 
 def change_key_status(settings: Any, args: argparse.Namespace) -> int:
+    if missing := _missing_key_store(settings):
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
     with _key_store(settings) as store:
         try:
             key = store.set_status(store.find(args.reference).id, args.status)

@@ -44,6 +44,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in _LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(_LOG_LEVELS)}, got {text!r}")
+    return level
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str  # attribute on Settings
@@ -90,7 +100,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory of templates that override the built-in narratives."),
     Setting("plugins_allow", "SOLARSERV_PLUGINS", None, str, None,
             "Comma-separated allow-list of third-party plugin names; unset: all installed load."),
-    Setting("log_level", "LOG_LEVEL", "--log-level", str, "INFO", "Logging level."),
+    Setting("log_level", "LOG_LEVEL", "--log-level", _log_level, "INFO",
+            "Logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL."),
 )
 
 

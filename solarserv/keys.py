@@ -171,7 +171,11 @@ class KeyStore:
     @classmethod
     def open(cls, data_dir: Path, wait_for_writer: float = WAIT_FOR_WRITER_SECONDS) -> KeyStore:
         data_dir.mkdir(parents=True, exist_ok=True)
-        return cls(data_dir / "keys.db", wait_for_writer=wait_for_writer)
+        return cls(cls.path_in(data_dir), wait_for_writer=wait_for_writer)
+
+    @staticmethod
+    def path_in(data_dir: Path) -> Path:
+        return Path(data_dir) / "keys.db"
 
     @_busy_is_refused
     def _set_up(self) -> None:

@@ -410,3 +410,22 @@ def test_cli_deactivates_by_preview_and_activates_by_id(capsys, tmp_path):
         assert store.active_key(created["key"]) is not None
     status, _, err = run(capsys, tmp_path, "deactivate", "tst_none")
     assert status == 1 and "No key has the id or preview 'tst_none'" in err
+
+
+def test_the_cli_refuses_a_data_dir_without_a_key_store_except_to_create_one(capsys, tmp_path):
+    # A mistyped --data-dir would list an empty new store, or deactivate nothing, and look fine.
+    for command in (["list"], ["deactivate", "1"], ["activate", "1"]):
+        status, out, err = run(capsys, tmp_path / "typo", *command)
+        assert (status, out) == (1, "") and "There is no key store at" in err
+    assert not (tmp_path / "typo" / "keys.db").exists()
+    status, _, err = run(capsys, tmp_path, "create", "--label", "Acme", "--tier", "dev")
+    assert status == 0 and "note: created a new key store at" in err
+    status, _, err = run(capsys, tmp_path, "create", "--label", "Acme", "--tier", "commercial", "--rpm", "150")
+    assert status == 0 and err == ""
+
+
+def test_a_bad_setting_is_one_line_not_a_traceback(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exited:
+        main(["keys", "list", "--data-dir", str(tmp_path), "--log-level", "bogus"])
+    assert exited.value.code == 2
+    assert "must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got 'bogus'" in capsys.readouterr().err
