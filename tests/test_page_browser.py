@@ -164,6 +164,7 @@ def test_form_in_coordinate_mode_by_keyboard_matches_the_api(visit):
     page.get_by_label("Clock time").fill("09:15:00")
     page.get_by_label("Clock time").press("Enter")
     page.locator("#result").wait_for(state="visible")
+    assert page.evaluate("document.activeElement.id") == "result-heading"  # the answer asked for
 
     status, result = api_get(visit.base_url, {"date": "2026-03-29", "local_time": "09:15:00",
                                               "latitude": "48.85", "longitude": "2.3522"})
@@ -232,6 +233,7 @@ def test_ambiguous_place_offers_candidates_recommended_first_and_a_pick_resends_
                                          "longitude": recommended["longitude"]})
     assert shown(page, "#true-solar-time") == result["true_solar_time"]
     assert page.locator("#candidates").is_hidden()
+    assert page.evaluate("document.activeElement.id") == "result-heading"  # not lost with the hidden button
     visit.assert_clean(expected_statuses={409})
 
 
@@ -244,13 +246,44 @@ def test_errors_are_shown_in_the_page(visit):
     assert shown(page, "#problem") == refusal["error"]["message"]
     assert page.get_attribute("#problem", "role") == "alert"
     assert page.locator("#result").is_hidden()
+    # The field the message is about is marked, and described by it.
+    assert page.get_attribute("#latitude", "aria-invalid") == "true"
+    assert page.get_attribute("#latitude", "aria-describedby") == "latitude-hint problem"
 
     page.get_by_label("By place name").check()
     page.get_by_label("Place name", exact=True).fill("Qqzzxv Nowhere")
     page.get_by_role("button", name="Show sundial time").click()
     page.get_by_text("No place found").wait_for()
     assert "Qqzzxv Nowhere" in shown(page, "#problem")
+    assert page.get_attribute("#latitude", "aria-invalid") is None  # cleared when asked again
+    assert page.get_attribute("#latitude", "aria-describedby") == "latitude-hint"
+    assert page.get_attribute("#place_name", "aria-invalid") == "true"
+    assert page.evaluate("document.activeElement.id") == "place_name"  # to correct it
     visit.assert_clean(expected_statuses={400, 404})
+
+
+def test_a_date_or_time_the_browser_cannot_read_is_refused_not_taken_for_now(visit):
+    # A date input with its year left out has the value "", which the page otherwise reads as "today".
+    page = visit.page
+    page.goto(visit.base_url + "/")
+    page.get_by_label("By coordinates").check()
+    page.get_by_label("Latitude").fill("48.85")
+    page.get_by_label("Longitude").fill("2.3522")
+    page.get_by_label("Date").click()
+    page.keyboard.type("0714")  # month and day, no year
+    page.get_by_label("Clock time").fill("14:30")
+    asked = len(visit.requests)
+    page.get_by_role("button", name="Show sundial time").click()
+    page.locator("#problem").wait_for(state="visible")
+    assert shown(page, "#problem").startswith("The date is incomplete or not a real date")
+    assert page.get_attribute("#date", "aria-invalid") == "true"
+    assert page.evaluate("document.activeElement.id") == "date"
+    assert len(visit.requests) == asked and page.locator("#result").is_hidden()  # nothing was asked
+    page.get_by_label("Date").fill("2026-07-14")
+    page.get_by_role("button", name="Show sundial time").click()
+    page.locator("#result").wait_for(state="visible")
+    assert page.locator("#problem").is_hidden() and page.get_attribute("#date", "aria-invalid") is None
+    visit.assert_clean()
 
 
 @pytest.fixture

@@ -141,14 +141,17 @@ async function calculate(query, addToHistory) {
   inFlight = controller;
   const resultView = byId("result");
   resultView.setAttribute("aria-busy", "true");
-  byId("problem").hidden = true;
+  clearProblem();
   byId("candidates").hidden = true;
   announce("Asking the service…");
   try {
     const result = await solarTime(query, controller.signal);
     if (controller.signal.aborted) return;
     showResult(result);
-    if (addToHistory) window.history.pushState(null, "", result.share.url);
+    if (addToHistory) {
+      window.history.pushState(null, "", result.share.url);
+      byId("result-heading").focus(); // a keyboard or screen-reader user lands on the answer asked for
+    }
     announce(`Sundial time ${result.true_solar_time} at ${result.location.display_name}; clock time ${result.local_time}.`);
   } catch (failure) {
     if (controller.signal.aborted) return;
@@ -156,8 +159,10 @@ async function calculate(query, addToHistory) {
     announce("");
     if (failure instanceof ApiFailure && failure.status === 409 && Array.isArray(failure.error.candidates)) {
       showCandidates(failure.error, query);
+    } else if (failure instanceof ApiFailure) {
+      showProblem(failure.error.message, fieldOfProblem(failure.error), addToHistory);
     } else {
-      showProblem(failure instanceof ApiFailure ? failure.error.message : `This page failed: ${failure.message}`);
+      showProblem(`This page failed: ${failure.message}`);
     }
   } finally {
     if (inFlight === controller) {
@@ -171,10 +176,51 @@ function announce(text) {
   byId("status").textContent = text;
 }
 
-function showProblem(message) {
+/** Show ``message``; with ``field``, mark that field invalid and described by the message, and with
+``moveFocus`` (the person just asked) put the cursor there to correct it. */
+function showProblem(message, field = null, moveFocus = false) {
   const problem = byId("problem");
   problem.textContent = message;
   problem.hidden = false;
+  if (!field) return;
+  field.setAttribute("aria-invalid", "true");
+  field.setAttribute("aria-describedby", `${field.dataset.describedBy ?? ""} problem`.trim());
+  if (moveFocus) field.focus();
+}
+
+function clearProblem() {
+  byId("problem").hidden = true;
+  for (const field of form.querySelectorAll("[aria-invalid]")) {
+    field.removeAttribute("aria-invalid");
+    if (field.dataset.describedBy) field.setAttribute("aria-describedby", field.dataset.describedBy);
+    else field.removeAttribute("aria-describedby");
+  }
+}
+
+// Refusals that name no field in their message, and the field they are about.
+const FIELD_OF_CODE = { PLACE_NOT_FOUND: "place_name", TIMEZONE_RESOLUTION_FAILED: "latitude" };
+
+/** The visible form field an API refusal is about: by its code, else the first field its message names. */
+function fieldOfProblem(error) {
+  const named = QUERY_FIELDS
+    .map((name) => [name, error.message.search(new RegExp(`\\b${name}\\b`))])
+    .filter(([, at]) => at >= 0)
+    .sort((a, b) => a[1] - b[1]);
+  const name = FIELD_OF_CODE[error.code] ?? (named.length ? named[0][0] : null);
+  const field = name ? form.elements[name] : null;
+  return field && !field.closest("[hidden]") ? field : null;
+}
+
+/** A date or time field the browser could not read (a year left out, 30 February, no AM/PM): its value
+is then "", which would otherwise ask for today or now. */
+function unreadableField() {
+  const fields = [["date", "The date is incomplete or not a real date", "today's date"],
+    ["local_time", "The clock time is incomplete", "the time now"]];
+  for (const [name, problem, instead] of fields) {
+    const field = form.elements[name];
+    if (field.validity.badInput) return { field, message: `${problem}: complete it, or clear it for ${instead} at the place.` };
+  }
+  return null;
 }
 
 /** The 409 picker: recommended first, then by population; a pick resends in coordinate mode. */
@@ -211,7 +257,8 @@ function showResult(result) {
   byId("result-where").textContent = [
     formatCoordinates(location.latitude, location.longitude),
     result.timezone,
-    `UTC${result.utc_offset}`,
+    // Local mean time has seconds in its offset (Paris 1905: +00:09:21), and the UTC time shown uses them.
+    `UTC${calculation.utc_offset_exact.endsWith(":00") ? result.utc_offset : calculation.utc_offset_exact}`,
     result.dst ? "daylight saving time" : "standard time",
   ].join(" · ");
 
@@ -260,8 +307,10 @@ function showEvents(events, date) {
   if (!events) return;
   const states = {
     normal: "",
-    polar_day: "The Sun does not set on this date (polar day).",
-    polar_night: "The Sun does not rise on this date (polar night).",
+    // The events belong to the solar day around this date's solar noon (near a pole it reaches well into
+    // the next or the previous date).
+    polar_day: "The Sun stays up from the solar midnight before this date's noon to the one after it (polar day).",
+    polar_night: "The Sun stays down from the solar midnight before this date's noon to the one after it (polar night).",
   };
   byId("events-state").textContent = states[events.state] ?? events.state;
   byId("sunrise").textContent = eventTime(events.sunrise, date);
@@ -472,8 +521,19 @@ async function copyShareLink() {
 
 function start() {
   for (const radio of form.elements.mode) radio.addEventListener("change", showModeFields);
+  for (const field of form.querySelectorAll("[aria-describedby]")) {
+    field.dataset.describedBy = field.getAttribute("aria-describedby");
+  }
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    const unreadable = unreadableField();
+    if (unreadable) {
+      byId("result").hidden = true;
+      byId("candidates").hidden = true;
+      clearProblem();
+      showProblem(unreadable.message, unreadable.field, true);
+      return;
+    }
     calculate(queryFromForm(), true);
   });
   byId("copy-link").addEventListener("click", copyShareLink);
@@ -493,8 +553,8 @@ function showAddress() {
   if (Object.keys(query).length) calculate(query, false);
   else {
     byId("result").hidden = true;
-    byId("problem").hidden = true;
     byId("candidates").hidden = true;
+    clearProblem();
   }
 }
 
