@@ -154,12 +154,18 @@ def test_share_link_shows_the_apis_result_on_a_phone_screen(phone_visit, live_se
     visit.assert_clean()
 
 
-def test_form_in_coordinate_mode_by_keyboard_matches_the_api(visit):
+def paris_by_coordinates(visit: Visit) -> Page:
+    """The page opened afresh, in coordinate mode, with a point in Paris typed in."""
     page = visit.page
     page.goto(visit.base_url + "/")
     page.get_by_label("By coordinates").check()
     page.get_by_label("Latitude").fill("48.85")
     page.get_by_label("Longitude").fill("2.3522")
+    return page
+
+
+def test_form_in_coordinate_mode_by_keyboard_matches_the_api(visit):
+    page = paris_by_coordinates(visit)
     page.get_by_label("Date").fill("2026-03-29")  # the morning Paris moves its clocks forward
     page.get_by_label("Clock time").fill("09:15:00")
     page.get_by_label("Clock time").press("Enter")
@@ -264,11 +270,7 @@ def test_errors_are_shown_in_the_page(visit):
 
 def test_a_date_or_time_the_browser_cannot_read_is_refused_not_taken_for_now(visit):
     # A date input with its year left out has the value "", which the page otherwise reads as "today".
-    page = visit.page
-    page.goto(visit.base_url + "/")
-    page.get_by_label("By coordinates").check()
-    page.get_by_label("Latitude").fill("48.85")
-    page.get_by_label("Longitude").fill("2.3522")
+    page = paris_by_coordinates(visit)
     page.get_by_label("Date").click()
     page.keyboard.type("0714")  # month and day, no year
     page.get_by_label("Clock time").fill("14:30")
