@@ -315,7 +315,7 @@ def _missing_key_store(settings: Any) -> str | None:
 
 
 def create_key(settings: Any, args: argparse.Namespace) -> int:
-    new_store = _missing_key_store(settings) is not None
+    new_store = not KeyStore.path_in(settings.data_dir).exists()
     with _key_store(settings) as store:
         try:
             issued = store.create(args.label, args.tier, args.rpm)

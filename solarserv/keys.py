@@ -258,8 +258,9 @@ class KeyStore:
         """A key by its id (``3``) or preview (``tst_abcd…``, the ellipsis optional)."""
         reference = reference.strip()
         if reference.isascii() and reference.isdigit():
-            key_id = int(reference) if len(reference) <= len(str(_MAX_KEY_ID)) else _MAX_KEY_ID + 1
-            rows = list(self._db.query("select * from keys where id = ?", [key_id])) if key_id <= _MAX_KEY_ID else []
+            # A number beyond SQLite's integers names no key (and Python refuses to convert thousands of digits).
+            in_range = len(reference) <= len(str(_MAX_KEY_ID)) and int(reference) <= _MAX_KEY_ID
+            rows = list(self._db.query("select * from keys where id = ?", [int(reference)])) if in_range else []
         else:
             preview = reference.removesuffix(ELLIPSIS).removesuffix("...") + ELLIPSIS
             rows = list(self._db.query("select * from keys where preview = ?", [preview]))

@@ -140,8 +140,8 @@ def _candidates(ranked: Sequence[Match]) -> list[Match]:
     for match in ranked:
         first_of_country.setdefault(match.place.country_code, match)
     picked = {id(match) for match in first_of_country.values()}
-    room = MAX_CANDIDATES - len(picked)
-    picked.update(id(match) for match in [m for m in ranked if id(m) not in picked][:max(room, 0)])
+    others = [match for match in ranked if id(match) not in picked]
+    picked.update(id(match) for match in others[:max(MAX_CANDIDATES - len(picked), 0)])
     return [match for match in ranked if id(match) in picked]
 
 
