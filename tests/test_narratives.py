@@ -290,6 +290,30 @@ def test_zone_history_paris():
     assert zone_history("Europe/Paris") is history  # parsed once
 
 
+def test_a_city_mean_time_to_the_minute_is_mean_time_not_standard_time(narrator):
+    # tzdata gives Minsk Mean Time as +01:50 (MMT) from 1880; Belarus took standard time (EET) in 1924.
+    report = report_in("Europe/Minsk", 53.9, 27.5667, "1900-06-15", "12:00", "Minsk, Horad Minsk, Belarus")
+    assert report.civil.local_mean_time and report.confidence.level == "LOW"
+    text = narrator.narrate(report).historical_context
+    assert "then UTC+01:50 (MMT) from 1 January 1880, until standard time was adopted on 2 May 1924" in text
+    assert "On 15 June 1900 the clocks still kept local mean time (MMT), UTC+01:50 exactly." in text
+    # New Zealand Mean Time (1868–1946) was a standard time, of the meridian 172°30′E.
+    auckland = report_in("Pacific/Auckland", -36.85, 174.76, "1900-06-15", "12:00", "Auckland, New Zealand")
+    assert not auckland.civil.local_mean_time
+    assert "the clocks showed standard time (NZMT), UTC+11:30." in narrator.narrate(auckland).historical_context
+
+
+def test_a_return_to_mean_time_and_a_stop_of_local_time_are_told_as_such(narrator):
+    lagos = narrator.narrate(report_in("Africa/Lagos", 6.45, 3.4, "1910-06-15", "12:00", "Lagos, Nigeria"))
+    assert "on 1 July 1908 to mean time again, UTC+00:13:35 (LMT)" in lagos.historical_context
+    # Not "still": standard time had come in 1905.
+    assert "On 15 June 1910 the clocks kept local mean time (LMT)" in lagos.historical_context
+    macquarie = narrator.narrate(report_in("Antarctica/Macquarie", -54.5, 158.95, "1960-06-15", "12:00",
+                                           "Macquarie Island, Australia")).historical_context
+    assert ("changed on 1 April 1919 to none on record (tzdata records no local time then) and on 25 March "
+            "1948 to UTC+10:00 (AEST)") in macquarie
+
+
 def test_zone_history_tells_mean_times_before_standard_time_and_skips_uninhabited_years():
     kolkata = zone_history("Asia/Kolkata")
     mean_times = [(change.date, change.new_offset, change.abbreviation)

@@ -50,6 +50,9 @@ _HEADER = struct.Struct(">4s c 15x 6L")  # magic, version, unused, then six coun
 _LOCAL_TIME_TYPE = struct.Struct(">l B B")  # utoff seconds, isdst, index into the abbreviations
 # tzdata's abbreviation for "no local time": an uninhabited place before its first settlement.
 _NO_LOCAL_TIME = "-00"
+# Standard times named "mean time": Greenwich's, and New Zealand's of 1868–1946 (UTC+11:30, the meridian
+# 172°30′E, the first national standard time).
+_STANDARD_TIMES_NAMED_MEAN = frozenset({"GMT", "NZMT"})
 
 
 @dataclass(frozen=True)
@@ -79,11 +82,15 @@ class Period:
         """Clocks kept the mean solar time of some place rather than a standard offset.
 
         tzdata marks a place's own mean time "LMT"; city mean times used as legal time carry their own
-        names but an offset to the second (Paris Mean Time "PMT", +00:09:21, until 1911; Dublin Mean
-        Time −00:25:21, until 1916, with summer time on it in 1916). Every standard offset is a whole
-        number of minutes.
+        names ending in "MT" (Paris Mean Time "PMT", +00:09:21, until 1911; Warsaw Mean Time "WMT",
+        +01:24, until 1915; Minsk's "MMT", +01:50, until 1924), most with an offset to the second (Dublin
+        Mean Time −00:25:21, with summer time on it in 1916). Two standard times carry the name too
+        (_STANDARD_TIMES_NAMED_MEAN), and a summer time's "MT" is midsummer time (France's "WEMT" of 1944,
+        Germany's "CEMT" of 1945). Every standard offset is a whole number of minutes.
         """
-        return self.abbreviation == "LMT" or self.standard_offset % dt.timedelta(minutes=1) != _ZERO
+        named_mean_time = (not self.summer and self.abbreviation.endswith("MT")
+                           and self.abbreviation not in _STANDARD_TIMES_NAMED_MEAN)
+        return named_mean_time or self.standard_offset % dt.timedelta(minutes=1) != _ZERO
 
     def local_start(self, previous: Period) -> dt.datetime:
         """When the period began on the clocks it replaced (how the change is dated in law)."""

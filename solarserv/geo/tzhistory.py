@@ -24,6 +24,8 @@ class OffsetChange:
     old_offset: dt.timedelta
     new_offset: dt.timedelta
     abbreviation: str | None  # of the new standard time; None when the change came under summer time
+    local_time: bool = True  # False: from then tzdata records no local time ("-00", a station left empty)
+    mean_time: bool = False  # back to a mean time after standard time (Lagos 1908, Tallinn 1919)
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ def zone_history(zone: str) -> ZoneHistory:
     periods = zone_periods(zone).periods
     changes = _standard_offset_changes(periods)
     adopted_at = next((index for index, (_, before, after) in enumerate(changes)
-                       if before.mean_time and not after.mean_time), None)
+                       if before.mean_time and after.inhabited and not after.mean_time), None)
     # Without an adoption every change is a later one: split as if it came before the first.
     split = -1 if adopted_at is None else adopted_at
     first = periods[0]
@@ -96,16 +98,21 @@ def zone_history(zone: str) -> ZoneHistory:
 
 
 def _standard_offset_changes(periods: tuple[Period, ...]) -> list[tuple[OffsetChange, Period, Period]]:
-    """Every change of the standard offset, with the periods before and after it. The first local time
-    of a place that had none ("-00") starts its record rather than changing it."""
+    """Every change of the standard offset, and every stop and restart of local time, with the periods
+    before and after it. The first local time of a place that had none ("-00") starts its record rather
+    than changing it; a station left empty later (Macquarie 1919–1948) stops it and starts it again."""
     changes = []
     current = periods[0]
+    recording = current.inhabited
     for previous, period in zip(periods, periods[1:], strict=False):  # consecutive pairs
-        if period.standard_offset != current.standard_offset:
-            change = OffsetChange(period.local_start(previous).date(), current.standard_offset,
-                                  period.standard_offset, None if period.summer else period.abbreviation)
-            if current.inhabited:
+        if period.standard_offset != current.standard_offset or period.inhabited != current.inhabited:
+            if recording:
+                change = OffsetChange(period.local_start(previous).date(), current.standard_offset,
+                                      period.standard_offset, None if period.summer else period.abbreviation,
+                                      local_time=period.inhabited,
+                                      mean_time=period.mean_time and not current.mean_time)
                 changes.append((change, current, period))
+            recording = recording or period.inhabited
             current = period
     return changes
 
