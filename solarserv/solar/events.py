@@ -106,12 +106,12 @@ def solar_events(
     solar_day = _SolarDay.through(noon, midnight_before, near_noon, midnight_after)
     # The day cut where the altitude turns, into stretches where the Sun only climbs or only sinks: each
     # crosses the standard altitude once if its ends lie on either side of it, else not at all. A turn
-    # matters only with the Sun near the line at noon or midnight (near the polar day or night, or a pole).
-    cuts = [midnight_before, near_noon, midnight_after]
-    turns = [turn for anchor in cuts if abs(anchor.height) < _TURN_HEIGHT_LIMIT
-             and (turn := search.turn_near(anchor, solar_day, midnight_before.seconds, midnight_after.seconds))]
-    if turns:
-        cuts = sorted([*cuts, *turns], key=lambda probe: probe.seconds)
+    # matters only with the Sun near the line at noon or midnight (near the polar day or night, or a pole);
+    # turn_near finds none on other days.
+    anchors = (midnight_before, near_noon, midnight_after)
+    turns = [turn for anchor in anchors
+             if (turn := search.turn_near(anchor, solar_day, midnight_before.seconds, midnight_after.seconds))]
+    cuts = sorted([*anchors, *turns], key=lambda probe: probe.seconds)
     rises, sets = [], []
     for behind, ahead in itertools.pairwise(cuts):
         if (behind.height > 0) != (ahead.height > 0):
@@ -232,6 +232,8 @@ class _Search:
         noon). On the way the rate falls from the drift to zero, so the altitude changes by less than
         drift × time: further from the line than that, ``anchor``'s side is the turn's.
         """
+        if abs(anchor.height) > _TURN_HEIGHT_LIMIT:
+            return None  # the bound below can never let it through: skip its arithmetic (nearly every day)
         hour_angle_rate, declination_rate = day.rates(anchor.seconds)
         swing = self._cos_latitude * math.cos(anchor.declination) * hour_angle_rate
         drift = self._height_rate(anchor.hour_angle, anchor.declination, 0.0, declination_rate)

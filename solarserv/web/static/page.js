@@ -179,6 +179,7 @@ function announce(text) {
 /** Show ``message``; with ``field``, mark that field invalid and described by the message, and with
 ``moveFocus`` (the person just asked) put the cursor there to correct it. */
 function showProblem(message, field = null, moveFocus = false) {
+  clearProblem(); // one problem at a time: a field marked before is no longer the one in question
   const problem = byId("problem");
   problem.textContent = message;
   problem.hidden = false;
@@ -528,9 +529,7 @@ function start() {
     event.preventDefault();
     const unreadable = unreadableField();
     if (unreadable) {
-      byId("result").hidden = true;
-      byId("candidates").hidden = true;
-      clearProblem();
+      hideAnswers();
       showProblem(unreadable.message, unreadable.field, true);
       return;
     }
@@ -551,11 +550,14 @@ function showAddress() {
   const query = queryFromAddress();
   fillForm(query);
   if (Object.keys(query).length) calculate(query, false);
-  else {
-    byId("result").hidden = true;
-    byId("candidates").hidden = true;
-    clearProblem();
-  }
+  else hideAnswers();
+}
+
+/** Nothing shown below the form: no result, no candidates, no problem. */
+function hideAnswers() {
+  byId("result").hidden = true;
+  byId("candidates").hidden = true;
+  clearProblem();
 }
 
 start();
