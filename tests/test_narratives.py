@@ -314,6 +314,23 @@ def test_a_return_to_mean_time_and_a_stop_of_local_time_are_told_as_such(narrato
             "1948 to UTC+10:00 (AEST)") in macquarie
 
 
+def test_a_change_across_the_date_line_is_dated_by_a_day_the_clocks_showed(narrator):
+    # Samoa skipped Friday 30 December 2011 (the old clocks' date of the change) and kept 4 July 1892 twice.
+    apia = narrator.narrate(report_in("Pacific/Apia", -13.8333, -171.7667, "2012-06-01", "12:00",
+                                      "Apia, Tuamasaga, Samoa")).historical_context
+    assert ("then UTC-11:26:56 (LMT) from 4 July 1892 (across the date line, the clocks showed 4 July 1892 "
+            "again)") in apia
+    assert ("on 31 December 2011 to UTC+13:00 (across the date line, the clocks skipped 30 December 2011)"
+            ) in apia
+    # Alaska's change of 1867 came in the afternoon: both dates it went back over were shown again.
+    sitka = zone_history("America/Sitka").mean_time_changes[0]
+    assert (sitka.date, sitka.date_line.forward, sitka.date_line.dates) == (
+        dt.date(1867, 10, 18), False, (dt.date(1867, 10, 18), dt.date(1867, 10, 19)))
+    manila = zone_history("Asia/Manila").mean_time_changes[0]
+    assert (manila.date, manila.date_line.dates) == (dt.date(1845, 1, 1), (dt.date(1844, 12, 31),))
+    assert not any(change.date_line for change in zone_history("Europe/Paris").offset_changes)
+
+
 def test_zone_history_tells_mean_times_before_standard_time_and_skips_uninhabited_years():
     kolkata = zone_history("Asia/Kolkata")
     mean_times = [(change.date, change.new_offset, change.abbreviation)

@@ -15,10 +15,24 @@ from dataclasses import dataclass
 from solarserv.geo.periods import Period, zone_periods
 from solarserv.geo.zones import TZDATA_VERSION, canonical_zone
 
+# An offset change this large moved the place across the date line: the calendar jumped a day.
+_DATE_LINE_SHIFT = dt.timedelta(hours=12)
+_DAY = dt.timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class DateLineCrossing:
+    """A change that moved the clocks a day or so across the date line, and the dates that made odd."""
+
+    forward: bool  # True: the calendar jumped ahead, skipping `dates`; False: it went back over `dates`
+    dates: tuple[dt.date, ...]  # skipped (forward) or shown twice (backward)
+
 
 @dataclass(frozen=True)
 class OffsetChange:
-    """The zone's standard offset changed on a date (local date of the clocks before the change)."""
+    """The zone's standard offset changed on a date: the local date of the clocks before the change, or
+    across the date line the first date the new clocks showed (the old clocks' date was skipped, or the
+    new offset began on an earlier date)."""
 
     date: dt.date
     old_offset: dt.timedelta
@@ -26,6 +40,7 @@ class OffsetChange:
     abbreviation: str | None  # of the new standard time; None when the change came under summer time
     local_time: bool = True  # False: from then tzdata records no local time ("-00", a station left empty)
     mean_time: bool = False  # back to a mean time after standard time (Lagos 1908, Tallinn 1919)
+    date_line: DateLineCrossing | None = None
 
 
 @dataclass(frozen=True)
@@ -107,14 +122,33 @@ def _standard_offset_changes(periods: tuple[Period, ...]) -> list[tuple[OffsetCh
     for previous, period in zip(periods, periods[1:], strict=False):  # consecutive pairs
         if period.standard_offset != current.standard_offset or period.inhabited != current.inhabited:
             if recording:
-                change = OffsetChange(period.local_start(previous).date(), current.standard_offset,
+                crossing = _date_line_crossing(previous, period)
+                date = (period.start + period.utc_offset if crossing else period.local_start(previous)).date()
+                change = OffsetChange(date, current.standard_offset,
                                       period.standard_offset, None if period.summer else period.abbreviation,
                                       local_time=period.inhabited,
-                                      mean_time=period.mean_time and not current.mean_time)
+                                      mean_time=period.mean_time and not current.mean_time,
+                                      date_line=crossing)
                 changes.append((change, current, period))
             recording = recording or period.inhabited
             current = period
     return changes
+
+
+def _date_line_crossing(previous: Period, period: Period) -> DateLineCrossing | None:
+    """Samoa 2011 skipped 30 December, Manila 1844 skipped 31 December; Samoa 1892 kept 4 July twice."""
+    assert period.start is not None
+    shift = period.utc_offset - previous.utc_offset
+    if not previous.inhabited or abs(shift) < _DATE_LINE_SHIFT:
+        return None
+    old_clocks, new_clocks = period.start + previous.utc_offset, period.start + period.utc_offset
+    # A date whose midnight the old clocks reached at the change was not lived on them at all.
+    last_old_date = old_clocks.date() - (_DAY if old_clocks.time() == dt.time() else dt.timedelta(0))
+    if shift > dt.timedelta(0):
+        first, end = last_old_date + _DAY, new_clocks.date()
+    else:
+        first, end = new_clocks.date(), last_old_date + _DAY
+    return DateLineCrossing(shift > dt.timedelta(0), tuple(first + day * _DAY for day in range((end - first).days)))
 
 
 def _summer_time_runs(periods: tuple[Period, ...], release_year: int) -> tuple[SummerTimeRun, ...]:
