@@ -240,6 +240,16 @@ def test_new_york_fall_back_uses_the_first_occurrence():
     assert not at("2026-11-01", "02:00", "America/New_York").ambiguous
 
 
+def test_the_first_clocks_of_a_station_own_the_hours_that_precede_them_in_utc():
+    # Palmer's clocks began at 0h UTC on 1 January 1965, which they showed as 21:00 on 31 December (-03).
+    # Read as UTC (tzdata's "-00": no clocks yet) that evening would also lie before them; the clocks win.
+    civil = at("1964-12-31", "21:30", "Antarctica/Palmer")
+    assert civil.utc == dt.datetime(1965, 1, 1, 0, 30, tzinfo=UTC)
+    assert (civil.utc_offset, civil.no_local_time, civil.ambiguous) == (hours(-3), False, False)
+    earlier = at("1964-12-31", "20:59", "Antarctica/Palmer")
+    assert earlier.no_local_time and earlier.utc == dt.datetime(1964, 12, 31, 20, 59, tzinfo=UTC)
+
+
 def _forward_jumps(zone_name: str, year: int):
     """(instant, offset before, offset after) of each forward jump in the year, found by plain
     scanning (days, then hours, minutes, seconds), independent of civil.py's bisection."""
@@ -311,7 +321,9 @@ def test_resolve_is_consistent_for_any_zone_and_time(zone_name, moment):
     assert civil.dst_offset >= dt.timedelta(0)
     assert civil.standard_offset == civil.utc_offset - civil.dst_offset
     second_reading = moment.replace(tzinfo=tz, fold=1).astimezone(UTC)
-    assert civil.ambiguous == (second_reading != civil.utc)
+    # A reading where tzdata records no clocks ("-00", Davis after 1964-10-31 10:00 UTC) is no second one.
+    read_as_utc = not zone_periods(zone_name).at(second_reading.replace(tzinfo=None)).inhabited
+    assert civil.ambiguous == (second_reading != civil.utc and not read_as_utc)
     assert civil.utc <= second_reading
 
 
@@ -407,18 +419,21 @@ TRANSITION_OFFSETS = [dt.timedelta(seconds=seconds) for seconds in (-3600, -1, 0
 def test_every_clock_reading_near_every_transition_resolves_to_when_the_clocks_showed_it():
     """Both sides of every transition 1900–2050 in every zone: the wall time the clocks showed at an
     instant (zoneinfo reads UTC → local right) resolves to that instant, or, if the clocks showed it twice,
-    to the earlier one."""
+    to the earlier one. A time read as UTC where tzdata records no clocks ("-00") resolves to the clocks'
+    reading when they showed it too."""
     wrong = []
     for zone_name in CANONICAL_ZONES:
-        tz = zone(zone_name)
-        for period in zone_periods(zone_name).periods[1:]:
+        tz, periods = zone(zone_name), zone_periods(zone_name)
+        for period in periods.periods[1:]:
             for offset in TRANSITION_OFFSETS:
                 instant = (period.start + offset).replace(tzinfo=UTC)
                 if not dt.datetime(1900, 1, 2, tzinfo=UTC) <= instant < dt.datetime(2050, 12, 31, tzinfo=UTC):
                     continue
                 wall = instant.astimezone(tz).replace(tzinfo=None)
                 civil = resolve(wall.date(), wall.time(), zone_name)
-                if not (civil.utc == instant or (civil.ambiguous and civil.utc < instant)) or \
+                read_as_utc = not periods.at(instant.replace(tzinfo=None)).inhabited
+                if not (civil.utc == instant or (civil.ambiguous and civil.utc < instant)
+                        or (read_as_utc and not civil.no_local_time)) or \
                         (civil.utc + civil.utc_offset).replace(tzinfo=None) != wall:
                     wrong.append(f"{zone_name} {wall}: {civil.utc} {format_offset(civil.utc_offset)}, not {instant}")
     assert not wrong, f"{len(wrong)} wrong, e.g.:\n" + "\n".join(wrong[:20])

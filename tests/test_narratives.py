@@ -342,7 +342,8 @@ def test_zone_history_tells_mean_times_before_standard_time_and_skips_uninhabite
     # Iqaluit was founded in 1942: tzdata's "-00" before that is no local time, not an offset of 0.
     iqaluit = zone_history("America/Iqaluit")
     assert iqaluit.local_mean_time is None and iqaluit.standard_time_adopted is None
-    assert iqaluit.recorded_since == dt.date(1942, 8, 1)
+    # Its first clocks (EWT, -04:00) began at 0h UTC on 1 August 1942: 20:00 on 31 July there.
+    assert iqaluit.recorded_since == dt.date(1942, 7, 31)
     assert all(change.old_offset != dt.timedelta(0) for change in iqaluit.offset_changes)
 
 

@@ -93,9 +93,10 @@ class Period:
         return named_mean_time or self.standard_offset % dt.timedelta(minutes=1) != _ZERO
 
     def local_start(self, previous: Period) -> dt.datetime:
-        """When the period began on the clocks it replaced (how the change is dated in law)."""
+        """When the period began on the clocks it replaced (how the change is dated in law), or on its own
+        where there were none before ("-00": Palmer's first clocks began on 31 December 1964, at 0h UTC)."""
         assert self.start is not None
-        return self.start + previous.utc_offset
+        return self.start + (previous.utc_offset if previous.inhabited else self.utc_offset)
 
 
 class ZonePeriods:
@@ -116,14 +117,17 @@ class ZonePeriods:
 
         Told from the periods themselves, not by zoneinfo, which errs here: for a wall time after a
         file's last transition it applies the zone's future rule even before the rule takes effect
-        (America/Nuuk on 2023-10-28 at 23:30, when the clocks still showed −02:00, reads as −01:00)."""
+        (America/Nuuk on 2023-10-28 at 23:30, when the clocks still showed −02:00, reads as −01:00).
+
+        A time before a place had clocks ("-00", read as UTC) that its first clocks then showed counts
+        as theirs: Palmer's clocks started at 21:00 on 31 December 1964, at −03:00."""
         found = []
         for index in self._around(wall):
             period = self.periods[index]
             utc = wall - period.utc_offset
             if self._begins(index) <= utc < self._begins(index + 1):
                 found.append((utc, period))
-        return found
+        return [entry for entry in found if entry[1].inhabited] or found
 
     def jump_over(self, wall: dt.datetime) -> tuple[dt.datetime, Period, Period]:
         """For a wall time no period shows: the naive UTC instant the clocks jumped over it, and the
