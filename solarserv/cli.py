@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import psutil
 import tornado.httpserver
 import tornado.netutil
@@ -25,7 +24,7 @@ import solarserv
 from solarserv import config
 from solarserv.errors import ApiError
 from solarserv.keys import ACTIVE, INACTIVE, TIER_ALIASES, TIERS, KeyStore, KeyStoreBusy, KeyStoreError
-from solarserv.narration import PluginConflict, PluginLoadError
+from solarserv.narration import PluginConflict, TemplateLoadError
 from solarserv.request import parse_json_fields
 
 log = logging.getLogger("solarserv")
@@ -44,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings)
     try:
         return args.command(settings, args)
-    except (PluginConflict, PluginLoadError, FileNotFoundError, jinja2.TemplateError, KeyStoreBusy) as exc:
+    except (PluginConflict, TemplateLoadError, FileNotFoundError, KeyStoreBusy) as exc:
         # Problems an operator fixes or retries (plugins, templates, a locked key store): one line, not a
         # traceback.
         print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -290,7 +289,9 @@ def list_plugins(settings: Any, args: argparse.Namespace) -> int:
         return 0
     for plugin in plugins:
         version = f" {plugin['version']}" if plugin["version"] else ""
-        print(f"{plugin['name']}{version} ({plugin['source']}): {', '.join(plugin['hooks'])}")
+        hooks = (f"not loaded, {plugin['not_loaded']} (see the log)" if "not_loaded" in plugin
+                 else ", ".join(plugin["hooks"]))
+        print(f"{plugin['name']}{version} ({plugin['source']}): {hooks}")
     return 0
 
 

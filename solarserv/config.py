@@ -62,6 +62,7 @@ class Setting:
     parse: Callable[[str], Any]
     default: Any
     help: str
+    empty_is_value: bool = False  # an empty value is a value, not "unset" (an allow-list allowing nothing)
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -99,7 +100,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("narratives_dir", "NARRATIVES_DIR", "--narratives-dir", Path, None,
             "Directory of templates that override the built-in narratives."),
     Setting("plugins_allow", "SOLARSERV_PLUGINS", None, str, None,
-            "Comma-separated allow-list of third-party plugin names; unset: all installed load."),
+            "Comma-separated allow-list of installed plugin names; set but empty: none; unset: all load.",
+            empty_is_value=True),
+    Setting("plugin_timeout", "PLUGIN_TIMEOUT", None, _positive_float, 2.0,
+            "Seconds a request waits for third-party plugins before answering with the built-in texts."),
     Setting("log_level", "LOG_LEVEL", "--log-level", _log_level, "INFO",
             "Logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL."),
 )
@@ -151,7 +155,7 @@ def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | No
         raw, source = flags.get(setting.name), setting.flag
         if raw is None:
             raw, source = environ.get(setting.env), setting.env
-        if raw is None or raw == "":
+        if raw is None or (raw == "" and not setting.empty_is_value):
             values[setting.name] = setting.default
             continue
         try:

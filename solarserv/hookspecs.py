@@ -6,7 +6,8 @@ text, never numbers) and returns data; the core renders ``Narrative`` values thr
 environment, so an operator's ``NARRATIVES_DIR`` can restyle any plugin's text.
 
 The four text blocks (summary, historical context, solar context, share text) are each written by
-exactly one plugin; two plugins claiming one block stop start-up with an error naming both.
+exactly one plugin: a third-party plugin takes a block over from the built-in one, and two third-party
+plugins claiming one block stop start-up with an error naming them.
 Validation checks are additive: every plugin may contribute checks.
 """
 

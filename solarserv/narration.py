@@ -2,19 +2,25 @@
 
 ``Narrator.build(settings)`` loads, in order: the built-in plugins (ordinary plugin modules in the
 ``plugins`` package), installed plugins from the ``solarserv`` entry-point group (filtered by the
-``SOLARSERV_PLUGINS`` allow-list when set), and loose ``.py`` files in ``PLUGINS_DIR``.
-``Narrator.narrate(report)`` asks the plugins for their blocks and renders them; a plugin that raises
-loses only its own contribution, which is logged and noted in the validation text.
+``SOLARSERV_PLUGINS`` allow-list when set), and loose ``.py`` files in ``PLUGINS_DIR``. A third-party
+plugin that writes a text block takes it over from the built-in one.
+
+``Narrator.narrate(report)`` asks the plugins for their blocks and renders them. A plugin that cannot be
+loaded, raises, or returns what its hook does not promise loses only its own contribution, which is
+logged and noted in the validation text; ``narrate_in_time`` also gives third-party plugins a time limit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import functools
 import importlib
 import importlib.metadata
 import importlib.util
 import logging
-from collections.abc import Iterable, Mapping, MutableMapping
+import sys
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -39,16 +45,19 @@ BUILTIN_PLUGINS = (
 )
 
 
+# Why an answer has only the built-in texts while a narration that overran its time limit still runs.
+_STILL_BUSY = "third-party plugins (still busy with an earlier request, so none ran)"
+
 # Distinct shared texts kept (hookspecs.Narrative): the built-ins need one per time zone (~600).
 SHARED_TEXTS = 4096
 
 
 class PluginConflict(RuntimeError):
-    """Two plugins claim the same text block."""
+    """Two third-party plugins claim the same text block, or the same name."""
 
 
-class PluginLoadError(RuntimeError):
-    """A plugin could not be imported; start-up stops naming it."""
+class TemplateLoadError(RuntimeError):
+    """A template cannot be compiled; start-up stops naming it."""
 
 
 @dataclass(frozen=True)
@@ -69,13 +78,22 @@ class _Contribution:
 
 class Narrator:
     def __init__(self, manager: pluggy.PluginManager, templates: jinja2.Environment,
-                 versions: dict[str, str] | None = None) -> None:
+                 versions: dict[str, str] | None = None, *, not_loaded: Mapping[str, str] | None = None,
+                 plugin_timeout: float | None = None) -> None:
         self.manager = manager
         self.templates = templates
         self.versions = versions or {}  # plugin name → distribution version, for entry-point plugins
+        # Third-party plugins left out at start-up (name → why), noted in every validation text.
+        self.not_loaded = dict(not_loaded or {})
         # Implementations looked up once: the hot path does not walk pluggy's registry per request.
-        self._impls = {name: tuple(getattr(manager.hook, name).get_hookimpls())
-                       for name in (*hookspecs.EXCLUSIVE_BLOCKS, "solarserv_validation_checks")}
+        hooks = (*hookspecs.EXCLUSIVE_BLOCKS, "solarserv_validation_checks")
+        self._impls = {name: tuple(getattr(manager.hook, name).get_hookimpls()) for name in hooks}
+        self._builtin_impls = {name: tuple(impl for impl in impls if impl.plugin_name in BUILTIN_PLUGINS)
+                               for name, impls in self._impls.items()}
+        self._third_party = self._impls != self._builtin_impls
+        self._plugin_timeout = plugin_timeout
+        self._plugin_thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="plugins")
+        self._late: concurrent.futures.Future[Texts] | None = None  # a narration that overran the limit
         # Texts of shared Narratives by (template, values); bounded, as a plugin's values may vary freely.
         self._shared_text = functools.lru_cache(maxsize=SHARED_TEXTS)(self._render_shared)
 
@@ -87,16 +105,17 @@ class Narrator:
         for name in BUILTIN_PLUGINS:
             manager.register(importlib.import_module(name), name=name)
         versions: dict[str, str] = {}
+        not_loaded: dict[str, str] = {}
         if third_party:
-            versions = _load_entry_points(manager, settings.plugins_allow)
+            versions = _load_entry_points(manager, settings.plugins_allow, not_loaded)
             if settings.plugins_dir:
-                _load_directory(manager, Path(settings.plugins_dir))
-        _check_exclusive_blocks(manager)
-        template_dirs = [Path(settings.narratives_dir)] if settings.narratives_dir else []
-        for dirs in manager.hook.solarserv_template_dirs():
-            template_dirs.extend(Path(d) for d in dirs)
+                _load_directory(manager, Path(settings.plugins_dir), not_loaded)
+        _settle_exclusive_blocks(manager)
+        template_dirs = [_directory(settings.narratives_dir, "NARRATIVES_DIR")] if settings.narratives_dir else []
+        template_dirs.extend(_plugin_template_dirs(manager, not_loaded))
         template_dirs.append(Path(narratives.__file__).parent)
-        return cls(manager, _environment(template_dirs), versions)
+        return cls(manager, _environment(template_dirs), versions, not_loaded=not_loaded,
+                   plugin_timeout=settings.plugin_timeout)
 
     def plugins(self) -> list[dict[str, Any]]:
         """What is loaded: each plugin's name, where it came from, its version and its hooks."""
@@ -110,49 +129,105 @@ class Narrator:
                 "version": self.versions.get(name),
                 "hooks": sorted(hook.name for hook in self.manager.get_hookcallers(plugin) or ()),
             })
+        for name, reason in self.not_loaded.items():
+            listing.append({"name": name, "source": "entry point" if name in self.versions else "file",
+                            "version": self.versions.get(name), "hooks": [], "not_loaded": reason})
         return listing
 
-    def narrate(self, report: Report) -> Texts:
-        failures: list[str] = []
-        blocks = {hook: self._block(hook, report, failures) for hook in hookspecs.EXCLUSIVE_BLOCKS}
+    async def narrate_in_time(self, report: Report) -> Texts:
+        """``narrate``, with third-party plugins given ``plugin_timeout`` seconds in a worker thread.
+
+        Plugin code runs synchronously: one that hangs (a network call without a timeout) would stop the
+        event loop, and every request with it. Past the limit the answer carries the built-in texts and
+        a note naming the plugin that was running; until that narration finishes, later requests get
+        the built-in texts at once rather than each waiting for the limit.
+        """
+        if not self._third_party:
+            return self.narrate(report)
+        if self._late is not None and not self._late.done():
+            return self.narrate(report, third_party=False, left_out=[_STILL_BUSY])
+        running: list[str] = []
+        narration = self._plugin_thread.submit(self.narrate, report, running=running)
+        done, _ = await asyncio.wait([asyncio.wrap_future(narration)], timeout=self._plugin_timeout)
+        if done:
+            return narration.result()
+        if narration.cancel():  # never started: queued behind one that overran
+            return self.narrate(report, third_party=False, left_out=[_STILL_BUSY])
+        self._late = narration
+        culprit = running[-1]
+        log.error("plugin %s did not answer within %g s; answering with the built-in texts",
+                  culprit, self._plugin_timeout)
+        return self.narrate(report, third_party=False, left_out=[
+            f"{culprit} (no answer within {self._plugin_timeout:g} s, so no third-party plugin ran)"])
+
+    def narrate(self, report: Report, *, third_party: bool = True, left_out: Sequence[str] = (),
+                running: list[str] | None = None) -> Texts:
+        """The texts for ``report``. ``third_party=False``: the built-in plugins' only, ``left_out`` naming
+        why; ``running`` collects the name of each plugin as it is called (``narrate_in_time``)."""
+        impls = self._impls if third_party else self._builtin_impls
+        failures = [f"{name} (loading)" for name in self.not_loaded] + list(left_out)
+        call = functools.partial(self._call, impls=impls, report=report, failures=failures, running=running)
+        blocks = {hook: self._block(hook, call(hook), report, failures) for hook in hookspecs.EXCLUSIVE_BLOCKS}
         historical = blocks["solarserv_historical_context"]
         checks: list[Check] = []
-        for contribution in self._call("solarserv_validation_checks", report, failures):
+        for contribution in call("solarserv_validation_checks"):
             contributed = list(contribution.value) if isinstance(contribution.value, (list, tuple)) else None
-            if contributed is None or not all(isinstance(check, Check) for check in contributed):
-                log.error("plugin %s: solarserv_validation_checks must return a list of Check, got %r",
+            if contributed is None or not all(_is_check(check) for check in contributed):
+                log.error("plugin %s: solarserv_validation_checks must return a list of Check(bool, str), got %r",
                           contribution.plugin, contribution.value)
                 failures.append(f"{contribution.plugin} (validation_checks)")
                 continue
             checks.extend(contributed)
-        validation = self._render(Narrative("validation.txt.j2", {"checks": checks, "failures": failures}),
-                                  report)
         return Texts(
             summary=blocks["solarserv_summary"][0],
             historical_context=historical[0],
             historical_context_found=bool(historical[1]),
             solar_context=blocks["solarserv_solar_context"][0],
-            validation=validation,
+            validation=self._validation(checks, failures, report),
             share_text=blocks["solarserv_share_text"][0],
         )
 
-    def _block(self, hook: str, report: Report, failures: list[str]) -> tuple[str, bool | None]:
-        """Render the one plugin's answer for a text block; ("", None) when it failed or is missing."""
-        for contribution in self._call(hook, report, failures):
+    def _validation(self, checks: list[Check], failures: list[str], report: Report) -> str:
+        """The validation text; from the built-in template when an operator's or plugin's version fails."""
+        values = {"checks": checks, "failures": failures}
+        try:
+            return self._render(Narrative("validation.txt.j2", values), report)
+        except Exception:
+            log.exception("template validation.txt.j2 failed; the built-in one is used")
+            values["failures"] = [*failures, "validation.txt.j2 (its override)"]
+            return self._builtin_templates.get_template("validation.txt.j2").render(report=report, **values).strip()
+
+    @functools.cached_property
+    def _builtin_templates(self) -> jinja2.Environment:
+        return _environment([Path(narratives.__file__).parent])
+
+    def _block(self, hook: str, contributions: Iterable[_Contribution], report: Report,
+               failures: list[str]) -> tuple[str, bool | None]:
+        """Render the one plugin's answer for a text block: ("", None) when it failed or is missing; a
+        historical context keeps its status when only its text failed."""
+        for contribution in contributions:
             value = contribution.value
             narrative = value.narrative if isinstance(value, HistoricalContext) else value
             found = value.found if isinstance(value, HistoricalContext) else None
             try:
+                if not isinstance(narrative, Narrative):
+                    raise TypeError(f"{hook} must return a {'HistoricalContext' if found is not None else 'Narrative'}"
+                                    f", got {value!r}")
                 return self._render(narrative, report), found
             except Exception:
                 log.exception("plugin %s: rendering %s failed", contribution.plugin, hook)
                 failures.append(f"{contribution.plugin} ({hookspecs.EXCLUSIVE_BLOCKS[hook]})")
+                return "", found
         return "", None
 
-    def _call(self, hook: str, report: Report, failures: list[str]) -> Iterable[_Contribution]:
-        for impl in self._impls[hook]:
+    def _call(self, hook: str, *, impls: Mapping[str, tuple[Any, ...]], report: Report, failures: list[str],
+              running: list[str] | None) -> Iterable[_Contribution]:
+        for impl in impls[hook]:
+            if running is not None:
+                running.append(impl.plugin_name)
             try:
-                value = impl.function(report=report)
+                # Only the parameters the implementation declares, as pluggy passes them.
+                value = impl.function(report) if impl.argnames else impl.function()
             except Exception:
                 log.exception("plugin %s failed in %s", impl.plugin_name, hook)
                 # Named like a rendering failure of the same block ("share.text"), so one block reads
@@ -203,51 +278,119 @@ def _environment(template_dirs: list[Path]) -> jinja2.Environment:
     # Compile every template now: a syntax error in an operator's override stops start-up with the
     # template's name instead of failing each request, and no request pays for compiling.
     for name in env.list_templates(extensions=["j2"]):
-        env.get_template(name)
+        try:
+            env.get_template(name)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateLoadError(f"template {exc.filename or name}, line {exc.lineno}: {exc.message}") from None
+        except UnicodeDecodeError as exc:
+            raise TemplateLoadError(f"template {name} is not UTF-8 text: {exc}") from None
     return env
 
 
-def _check_exclusive_blocks(manager: pluggy.PluginManager) -> None:
+def _is_check(value: Any) -> bool:
+    # A numpy bool or a text of None would print as ✓ / "None": the line must say what it means.
+    return isinstance(value, Check) and isinstance(value.passed, bool) and isinstance(value.text, str)
+
+
+def _settle_exclusive_blocks(manager: pluggy.PluginManager) -> None:
+    """One plugin per text block: a third-party one takes the block over from the built-in."""
     for hook, block in hookspecs.EXCLUSIVE_BLOCKS.items():
         claimants = [impl.plugin_name for impl in getattr(manager.hook, hook).get_hookimpls()]
-        if len(claimants) > 1:
-            raise PluginConflict(f"plugins {' and '.join(claimants)} both write the {block} block; "
-                                 "remove one of them")
+        third_party = [name for name in claimants if name not in BUILTIN_PLUGINS]
+        if len(third_party) > 1:
+            names = f"{', '.join(third_party[:-1])} and {third_party[-1]}"
+            raise PluginConflict(f"plugins {names} {'both' if len(third_party) == 2 else 'all'} write the {block} "
+                                 "block; keep only one of them")
+        for builtin in (name for name in claimants if third_party and name in BUILTIN_PLUGINS):
+            # Each built-in plugin writes one block and nothing else (tests hold that), so it can go.
+            manager.unregister(name=builtin)
+            log.info("plugin %s writes the %s block in place of the built-in %s", third_party[0], block, builtin)
 
 
-def _load_entry_points(manager: pluggy.PluginManager, allow: str | None) -> dict[str, str]:
+def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
+                       not_loaded: dict[str, str]) -> dict[str, str]:
     """Register installed plugins; returns their distribution versions by plugin name."""
-    allowed = {name.strip() for name in allow.split(",")} if allow else None
+    allowed = None if allow is None else {name.strip() for name in allow.split(",") if name.strip()}
     versions = {}
     for entry_point in importlib.metadata.entry_points(group="solarserv"):
         if allowed is not None and entry_point.name not in allowed:
             log.info("plugin %s not in SOLARSERV_PLUGINS; skipped", entry_point.name)
             continue
-        if manager.get_plugin(entry_point.name) is None:
+        if manager.get_plugin(entry_point.name) is None and entry_point.name not in not_loaded:
+            versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
             try:
                 plugin = entry_point.load()
-            except Exception as exc:
-                raise PluginLoadError(f"plugin {entry_point.name} ({entry_point.value}) failed to import: "
-                                      f"{exc!r}") from exc
-            manager.register(plugin, name=entry_point.name)
-            versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
+            except Exception:
+                log.exception("plugin %s (%s) failed to import; left out", entry_point.name, entry_point.value)
+                not_loaded[entry_point.name] = "failed to import"
+                continue
+            _register(manager, plugin, entry_point.name, not_loaded)
     return versions
 
 
-def _load_directory(manager: pluggy.PluginManager, directory: Path) -> None:
-    if not directory.is_dir():
-        raise FileNotFoundError(f"PLUGINS_DIR {directory} is not a directory")
-    for path in sorted(directory.glob("*.py")):
-        manager.register(_import_file(path), name=path.stem)
+def _load_directory(manager: pluggy.PluginManager, directory: Path, not_loaded: dict[str, str]) -> None:
+    for path in sorted(_directory(directory, "PLUGINS_DIR").glob("*.py")):
+        if manager.get_plugin(path.stem) is not None or path.stem in not_loaded:
+            raise PluginConflict(f"plugin file {path} has the name of an installed plugin, {path.stem}; "
+                                 "rename the file (or uninstall the plugin)")
+        module = _import_file(path)
+        if module is None:
+            not_loaded[path.stem] = "failed to import"
+        else:
+            _register(manager, module, path.stem, not_loaded)
 
 
-def _import_file(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"solarserv_plugin_{path.stem}", path)
+def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_loaded: dict[str, str]) -> None:
+    """Register a third-party plugin, or leave it out (logged) when its hooks do not fit the specs."""
+    try:
+        manager.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        log.error("plugin %s left out: %s", name, exc)
+        not_loaded[name] = "hooks do not match solarserv's"
+        return
+    # A misspelled hook name would otherwise register quietly and never be called.
+    unknown = sorted(caller.name for caller in manager.get_hookcallers(plugin) or () if caller.spec is None)
+    if unknown:
+        manager.unregister(plugin)
+        log.error("plugin %s left out: %s %s no solarserv hook", name, ", ".join(unknown),
+                  "is" if len(unknown) == 1 else "are")
+        not_loaded[name] = "hooks do not match solarserv's"
+
+
+def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, str]) -> list[Path]:
+    """Each plugin's template directories; a plugin whose hook fails or answers wrongly is left out."""
+    found = []
+    for impl in manager.hook.solarserv_template_dirs.get_hookimpls():
+        try:
+            dirs = impl.function()
+            if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, (str, Path)) for d in dirs):
+                raise TypeError(f"solarserv_template_dirs must return a list of paths, got {dirs!r}")
+        except Exception:
+            log.exception("plugin %s: solarserv_template_dirs failed; its templates are left out", impl.plugin_name)
+            not_loaded[impl.plugin_name] = "template directories could not be read"
+            continue
+        found.extend(Path(d) for d in dirs)
+    return found
+
+
+def _directory(path: Path, setting: str) -> Path:
+    if not Path(path).is_dir():
+        raise FileNotFoundError(f"{setting} {path} is not a directory")
+    return Path(path)
+
+
+def _import_file(path: Path) -> ModuleType | None:
+    """The module in a plugin file, or None (logged) when it fails to import."""
+    name = f"solarserv_plugin_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would be: dataclasses and pickling look a module up there.
+    sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
-        raise PluginLoadError(f"plugin file {path} failed to import: {exc!r}") from exc
+    except Exception:
+        del sys.modules[name]
+        log.exception("plugin file %s failed to import; left out", path)
+        return None
     return module
-

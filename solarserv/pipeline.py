@@ -49,7 +49,7 @@ class Pipeline:
         location = await self.locate(query)
         civil = civil_time.resolve(query.date, query.local_time, location.timezone)
         report = calculate(query, location, civil, self.engine, self.today())
-        return result_json(report, self.narrator.narrate(report))
+        return result_json(report, await self.narrator.narrate_in_time(report))
 
     async def equation_of_time(self, year: int) -> dict[str, Any]:
         """The equation of time on each day of a year (the calculator page's chart)."""

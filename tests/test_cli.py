@@ -60,12 +60,26 @@ def test_plugins_lists_the_builtins_and_their_hooks(capsys, data_dir):
 
 
 def test_a_plugin_conflict_is_one_line_and_a_failing_status(capsys, data_dir, tmp_path):
-    (tmp_path / "rival.py").write_text(
-        "from solarserv.hookspecs import Narrative, hookimpl\n\n"
-        "@hookimpl\ndef solarserv_summary(report):\n    return Narrative('summary.txt.j2')\n")
+    for name in ("rival", "other_rival"):
+        (tmp_path / f"{name}.py").write_text(
+            "from solarserv.hookspecs import Narrative, hookimpl\n\n"
+            "@hookimpl\ndef solarserv_summary(report):\n    return Narrative('summary.txt.j2')\n")
     status, _, err = run(capsys, data_dir, "plugins", "--plugins-dir", str(tmp_path))
     assert status == 2
-    assert "PluginConflict" in err and "rival" in err and "Traceback" not in err
+    assert "PluginConflict" in err and "other_rival and rival" in err and "Traceback" not in err
+
+
+def test_a_template_syntax_error_is_one_line_naming_the_file_and_line(capsys, data_dir, tmp_path):
+    (tmp_path / "summary.txt.j2").write_text("{% if x %}unclosed\n")
+    status, _, err = run(capsys, data_dir, "plugins", "--narratives-dir", str(tmp_path))
+    assert status == 2 and "Traceback" not in err
+    assert f"TemplateLoadError: template {tmp_path / 'summary.txt.j2'}, line 1: Unexpected end of template" in err
+
+
+def test_a_plugin_left_out_is_listed_with_why(capsys, data_dir, tmp_path):
+    (tmp_path / "broken.py").write_text("import no_such_module_anywhere\n")
+    status, out, _ = run(capsys, data_dir, "plugins", "--plugins-dir", str(tmp_path))
+    assert status == 0 and "broken (file): not loaded, failed to import (see the log)" in out.splitlines()
 
 
 # `solarserv serve`: the console line printed at start.

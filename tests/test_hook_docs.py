@@ -13,9 +13,11 @@ from reports import report_at
 
 from solarserv import config, hookspecs
 from solarserv.narration import BUILTIN_PLUGINS, Narrator
+from solarserv.timefmt import format_hms, round_to_second
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE = re.compile(r"<!-- example-plugin: (?P<name>[\w.]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL)
+EXAMPLE_TEMPLATE = re.compile(r"<!-- example-template: (?P<name>[\w.]+) -->\s*```jinja\n(?P<code>.*?)```", re.DOTALL)
 
 
 def plugins_section() -> str:
@@ -78,6 +80,19 @@ def test_the_readme_example_plugin_loads_from_plugins_dir_and_runs(tmp_path):
     day = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation
     night = narrator.narrate(report_at("Paris", "2026-07-14", "23:30")).validation
     assert "✗" not in day and "✗" in night
+
+
+def test_the_readme_example_of_a_block_taken_over_runs_with_its_template(tmp_path):
+    section = plugins_section()
+    for block in (*EXAMPLE.finditer(section), *EXAMPLE_TEMPLATE.finditer(section)):
+        (tmp_path / block["name"]).write_text(block["code"], encoding="utf-8")
+    assert (tmp_path / "short_summary.py").exists() and (tmp_path / "short_summary.txt.j2").exists()
+    narrator = Narrator.build(config.load(environ={"PLUGINS_DIR": str(tmp_path)}))
+    assert "plugins.summary" not in {plugin["name"] for plugin in narrator.plugins()}
+    report = report_at("Paris", "2026-07-14", "14:30")
+    reading = format_hms(round_to_second(report.true_solar))
+    assert narrator.narrate(report).summary == \
+        f"A sundial at {report.location.display_name} reads {reading} when clocks show 14:30."
 
 
 def test_the_readme_shows_the_built_in_hook_implementations_as_they_are():

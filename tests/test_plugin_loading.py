@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import sys
 import textwrap
+import time
 from pathlib import Path
 
-import jinja2
 import pytest
 from reports import report_at
 
 from narratives import hms
 from solarserv import config
 from solarserv.hookspecs import Narrative, hookimpl
-from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict, PluginLoadError
+from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict, TemplateLoadError
 from solarserv.timefmt import round_to_second
 
 EXTRA_CHECK = '''
@@ -80,7 +81,12 @@ def test_a_raising_plugin_loses_only_its_own_contribution(tmp_path, report, buil
     assert "this plugin is broken" in caplog.text  # the traceback is logged for the operator
 
 
-@pytest.mark.parametrize("returned", ["Check(True, 'a single check, not a list')", "['a string, not a Check']"])
+@pytest.mark.parametrize("returned", [
+    "Check(True, 'a single check, not a list')",
+    "['a string, not a Check']",
+    "[Check(1, 'passed must be a bool: a number, or a numpy bool, cannot be read as ✓ or ✗')]",
+    "[Check(True, None)]",
+])
 def test_a_plugin_returning_the_wrong_type_loses_only_its_own_checks(tmp_path, report, builtin_texts, returned):
     write(tmp_path, "sloppy.py", f'''
         from solarserv.hookspecs import Check, hookimpl
@@ -94,15 +100,86 @@ def test_a_plugin_returning_the_wrong_type_loses_only_its_own_checks(tmp_path, r
     assert texts.validation.splitlines()[-1] == "✗ plugin sloppy (validation_checks) failed; its text was left out."
 
 
-def test_a_plugin_that_fails_to_import_stops_start_up_naming_it(tmp_path):
+def test_a_plugin_that_fails_to_import_is_left_out_listed_and_noted(tmp_path, report, builtin_texts, caplog):
     write(tmp_path, "typo.py", "import no_such_module_anywhere\n")
-    with pytest.raises(PluginLoadError, match="typo.py"):
-        build(PLUGINS_DIR=str(tmp_path))
+    write(tmp_path, "works.py", EXTRA_CHECK)
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        narrator = build(PLUGINS_DIR=str(tmp_path))
+    assert "typo.py failed to import" in caplog.text and "no_such_module_anywhere" in caplog.text
+    assert {"name": "typo", "source": "file", "version": None, "hooks": [],
+            "not_loaded": "failed to import"} in narrator.plugins()
+    lines = narrator.narrate(report).validation.splitlines()
+    assert "✗ extra check saw Europe/Paris" in lines  # the other plugin still works
+    assert lines[-1] == "✗ plugin typo (loading) failed; its text was left out."
 
 
-def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_path, monkeypatch, report,
-                                                                            builtin_texts):
-    # Blocks are exclusive, so these stand-ins replace the built-in summary and share plugins.
+@pytest.mark.parametrize(("source", "logged"), [
+    ("@hookimpl\ndef solarserv_validation_check(report):\n    return []\n",
+     "solarserv_validation_check is no solarserv hook"),
+    ("@hookimpl\ndef solarserv_validation_checks(result):\n    return []\n", "can not be found in the hookspec"),
+])
+def test_a_plugin_whose_hooks_do_not_match_the_specs_is_left_out(tmp_path, report, caplog, source, logged):
+    # A misspelled hook would never be called; a parameter the spec does not have could never be passed.
+    write(tmp_path, "mismatched.py", "from solarserv.hookspecs import hookimpl\n\n" + source)
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        narrator = build(PLUGINS_DIR=str(tmp_path))
+    assert logged in caplog.text
+    assert "mismatched" not in {name for name, _ in narrator.manager.list_name_plugin()}
+    assert narrator.not_loaded == {"mismatched": "hooks do not match solarserv's"}
+    assert narrator.narrate(report).validation.splitlines()[-1] == \
+        "✗ plugin mismatched (loading) failed; its text was left out."
+
+
+def test_a_hook_may_leave_out_the_report_parameter(tmp_path, report):
+    write(tmp_path, "constant.py", '''
+        from solarserv.hookspecs import Check, hookimpl
+
+        @hookimpl
+        def solarserv_validation_checks():
+            return [Check(True, "a check that needs no report")]
+    ''')
+    assert "✓ a check that needs no report" in build(PLUGINS_DIR=str(tmp_path)).narrate(report).validation
+
+
+def test_a_plugin_file_can_hold_dataclasses_with_postponed_annotations(tmp_path, report):
+    # dataclasses looks the module up in sys.modules: a file run without being registered there failed.
+    write(tmp_path, "typed.py", '''
+        from __future__ import annotations
+
+        from dataclasses import dataclass
+
+        from solarserv.hookspecs import Check, hookimpl
+
+
+        @dataclass(frozen=True)
+        class Limit:
+            degrees: float
+
+
+        @hookimpl
+        def solarserv_validation_checks(report):
+            return [Check(report.sun.elevation > Limit(5.0).degrees, "above 5°")]
+    ''')
+    assert "✓ above 5°" in build(PLUGINS_DIR=str(tmp_path)).narrate(report).validation.splitlines()
+
+
+@pytest.mark.parametrize("returned", ["Path('templates')", "1 / 0"])
+def test_a_plugin_whose_template_dirs_cannot_be_read_is_left_out(tmp_path, report, returned):
+    write(tmp_path, "dirs.py", f'''
+        from pathlib import Path
+        from solarserv.hookspecs import hookimpl
+
+        @hookimpl
+        def solarserv_template_dirs():
+            return {returned}
+    ''')
+    narrator = build(PLUGINS_DIR=str(tmp_path))
+    assert narrator.not_loaded == {"dirs": "template directories could not be read"}
+    assert narrator.narrate(report).validation.splitlines()[-1] == \
+        "✗ plugin dirs (loading) failed; its text was left out."
+
+
+def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_path, report, builtin_texts):
     write(tmp_path, "unrenderable_summary.py", '''
         from solarserv.hookspecs import Narrative, hookimpl
 
@@ -117,14 +194,7 @@ def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_
         def solarserv_share_text(report):
             raise ValueError("nothing to share")
     ''')
-    monkeypatch.syspath_prepend(str(tmp_path))
-    narrator = Narrator.build(config.load(environ={}), third_party=False)
-    for builtin in ("plugins.summary", "plugins.share"):
-        narrator.manager.unregister(name=builtin)
-    for name in ("unrenderable_summary", "raising_share"):
-        narrator.manager.register(importlib.import_module(name), name=name)
-        monkeypatch.delitem(sys.modules, name)
-    texts = Narrator(narrator.manager, narrator.templates).narrate(report)
+    texts = build(PLUGINS_DIR=str(tmp_path)).narrate(report)
     assert texts.summary == "" and texts.share_text == ""
     assert texts.solar_context == builtin_texts.solar_context
     assert texts.historical_context == builtin_texts.historical_context
@@ -135,18 +205,45 @@ def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_
     ]
 
 
-def test_two_plugins_claiming_one_block_stop_start_up_naming_both(tmp_path):
-    write(tmp_path, "my_summary.py", '''
+def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_path, report, builtin_texts):
+    write(tmp_path / "templates", "short_summary.txt.j2", "Sundial {{ true_solar|hms }}.\n")
+    write(tmp_path / "plugins", "short_summary.py", f'''
+        from pathlib import Path
+
         from solarserv.hookspecs import Narrative, hookimpl
+        from solarserv.timefmt import round_to_second
 
         @hookimpl
         def solarserv_summary(report):
-            return Narrative("summary.txt.j2")
+            return Narrative("short_summary.txt.j2", {{"true_solar": round_to_second(report.true_solar)}})
+
+        @hookimpl
+        def solarserv_template_dirs():
+            return [Path({str(tmp_path / "templates")!r})]
     ''')
+    narrator = build(PLUGINS_DIR=str(tmp_path / "plugins"))
+    texts = narrator.narrate(report)
+    assert texts.summary == f"Sundial {hms(round_to_second(report.true_solar))}."
+    assert (texts.solar_context, texts.validation) == (builtin_texts.solar_context, builtin_texts.validation)
+    assert "plugins.summary" not in {plugin["name"] for plugin in narrator.plugins()}
+    # Each built-in writes one block and nothing else, so setting one aside loses nothing more.
+    builtins = Narrator.build(config.load(environ={}), third_party=False).manager
+    assert all(len(builtins.get_hookcallers(plugin)) == 1 for _, plugin in builtins.list_name_plugin())
+
+
+def test_two_third_party_plugins_claiming_one_block_stop_start_up_naming_them(tmp_path):
+    for name in ("my_summary", "other_summary", "third_summary"):
+        write(tmp_path, f"{name}.py", '''
+            from solarserv.hookspecs import Narrative, hookimpl
+
+            @hookimpl
+            def solarserv_summary(report):
+                return Narrative("summary.txt.j2")
+        ''')
     with pytest.raises(PluginConflict) as raised:
         build(PLUGINS_DIR=str(tmp_path))
-    assert "plugins.summary" in str(raised.value) and "my_summary" in str(raised.value)
-    assert "summary block" in str(raised.value)
+    assert str(raised.value) == ("plugins my_summary, other_summary and third_summary all write the summary "
+                                 "block; keep only one of them")
 
 
 def test_a_template_in_narratives_dir_overrides_the_built_in(tmp_path, report, builtin_texts):
@@ -251,15 +348,72 @@ def test_equal_values_of_different_types_are_different_shared_texts(tmp_path, mo
 
 
 def test_a_broken_override_template_stops_start_up_naming_it(tmp_path):
-    write(tmp_path, "summary.txt.j2", "{% if %}\n")
-    with pytest.raises(jinja2.TemplateSyntaxError) as raised:
+    write(tmp_path / "sub", "notes.j2", "fine\n")
+    write(tmp_path, "summary.txt.j2", "line one\n{% if %}\n")
+    with pytest.raises(TemplateLoadError) as raised:
         build(NARRATIVES_DIR=str(tmp_path))
-    assert raised.value.name == "summary.txt.j2"
+    assert str(raised.value).startswith(f"template {tmp_path / 'summary.txt.j2'}, line 2: ")
 
 
-def test_a_missing_plugins_dir_is_an_error_at_start(tmp_path):
-    with pytest.raises(FileNotFoundError, match="PLUGINS_DIR"):
-        build(PLUGINS_DIR=str(tmp_path / "nowhere"))
+@pytest.mark.parametrize("setting", ["PLUGINS_DIR", "NARRATIVES_DIR"])
+def test_a_missing_directory_is_an_error_at_start(tmp_path, setting):
+    with pytest.raises(FileNotFoundError, match=f"{setting} .*nowhere is not a directory"):
+        build(**{setting: str(tmp_path / "nowhere")})
+
+
+def test_a_broken_validation_override_falls_back_to_the_built_in_template(tmp_path, report, builtin_texts):
+    write(tmp_path, "validation.txt.j2", "Validation: {{ bogus }}\n")
+    validation = build(NARRATIVES_DIR=str(tmp_path)).narrate(report).validation
+    assert validation == builtin_texts.validation + \
+        "\n✗ plugin validation.txt.j2 (its override) failed; its text was left out."
+
+
+def test_a_history_whose_text_fails_keeps_its_status(tmp_path, report):
+    write(tmp_path, "historical_context.txt.j2", "{{ nope }}\n")
+    texts = build(NARRATIVES_DIR=str(tmp_path)).narrate(report)
+    assert (texts.historical_context, texts.historical_context_found) == ("", True)
+    assert texts.validation.splitlines()[-1] == \
+        "✗ plugin plugins.historical (historical_context) failed; its text was left out."
+
+
+SLOW_CHECK = '''
+import time
+from pathlib import Path
+
+from solarserv.hookspecs import Check, hookimpl
+
+RELEASE = Path({release!r})
+
+
+@hookimpl
+def solarserv_validation_checks(report):
+    deadline = time.monotonic() + 60
+    while not RELEASE.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return [Check(True, "the slow check answered")]
+'''
+
+
+def test_a_plugin_that_hangs_does_not_hold_up_the_answer(tmp_path, report, builtin_texts):
+    release = tmp_path / "release"
+    write(tmp_path / "plugins", "slow_check.py", SLOW_CHECK.format(release=str(release)))
+    write(tmp_path / "plugins", "quick_check.py", EXTRA_CHECK)
+    narrator = build(PLUGINS_DIR=str(tmp_path / "plugins"), PLUGIN_TIMEOUT="0.2")
+    # The first answer comes while the plugin still waits for its release: built-in texts and a note.
+    first = asyncio.run(narrator.narrate_in_time(report))
+    assert not release.exists()
+    assert first.validation == builtin_texts.validation + "\n✗ plugin slow_check (no answer within 0.2 s, so no " \
+        "third-party plugin ran) failed; its text was left out."
+    # While it still hangs, the next answer does not wait for the limit again.
+    second = asyncio.run(narrator.narrate_in_time(report))
+    assert second.validation.splitlines()[-1] == \
+        "✗ plugin third-party plugins (still busy with an earlier request, so none ran) failed; its text was left out."
+    release.touch()
+    deadline = time.monotonic() + 60
+    while not narrator._late.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    lines = asyncio.run(narrator.narrate_in_time(report)).validation.splitlines()
+    assert "✓ the slow check answered" in lines and "✗ extra check saw Europe/Paris" in lines
 
 
 @pytest.fixture
@@ -286,8 +440,17 @@ def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
 def test_the_allow_list_filters_entry_point_plugins(installed_plugin):
     blocked = build(SOLARSERV_PLUGINS="some_other_plugin")
     assert installed_plugin not in {plugin["name"] for plugin in blocked.plugins()}
+    # Set but empty allows none (an allow-list fails closed), as does a list of blanks.
+    for nothing in ("", " , "):
+        assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS=nothing).plugins()}
     allowed = build(SOLARSERV_PLUGINS=f"some_other_plugin, {installed_plugin}")
     assert installed_plugin in {plugin["name"] for plugin in allowed.plugins()}
+
+
+def test_a_plugin_file_named_like_an_installed_plugin_stops_start_up(installed_plugin, tmp_path):
+    write(tmp_path, f"{installed_plugin}.py", EXTRA_CHECK)
+    with pytest.raises(PluginConflict, match=f"has the name of an installed plugin, {installed_plugin}"):
+        build(PLUGINS_DIR=str(tmp_path))
 
 
 def test_third_party_false_loads_only_the_built_ins(installed_plugin):
