@@ -9,6 +9,7 @@ import gc
 import ipaddress
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -43,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings)
     try:
         return args.command(settings, args)
-    except (PluginConflict, TemplateLoadError, FileNotFoundError, KeyStoreBusy) as exc:
-        # Problems an operator fixes or retries (plugins, templates, a locked key store): one line, not a
-        # traceback.
+    except (config.SettingsError, PluginConflict, TemplateLoadError, FileNotFoundError, KeyStoreError,
+            KeyStoreBusy) as exc:
+        # Problems an operator fixes or retries (a port in use, plugins, templates, a locked or unusable
+        # key store): one line, not a traceback.
         print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
 
@@ -61,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"solarserv {solarserv.__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    serve_parser = commands.add_parser("serve", help="run the HTTP service")
+    serve_parser = commands.add_parser("serve", help="run the HTTP service", epilog=config.environment_only_help(),
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     serve_parser.set_defaults(command=serve)
 
     calc_parser = commands.add_parser("calc", help="compute one result, as the API would")
@@ -118,8 +121,13 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     from solarserv.web.app import Services, make_app
     from solarserv.web.console import ConsoleSecrets
 
+    _check_data_dir(Path(settings.data_dir))
     spread_connections = settings.processes > 1 and sys.platform == "linux"  # see _worker_sockets
-    sockets = tornado.netutil.bind_sockets(settings.port, settings.host, reuse_port=spread_connections)
+    try:
+        sockets = tornado.netutil.bind_sockets(settings.port, settings.host, reuse_port=spread_connections)
+    except OSError as exc:  # in use, not this machine's address, or a name that does not resolve
+        raise config.SettingsError(f"cannot listen on HOST={settings.host!r} PORT={settings.port}: "
+                                   f"{exc.strerror or exc}") from None
     port = sockets[0].getsockname()[1]
     base_url = f"http://{_url_host(settings.host)}:{port}"
     console = ConsoleSecrets.load(settings)
@@ -166,6 +174,18 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _check_data_dir(directory: Path) -> None:
+    """Create the data dir if missing; refuse one this process cannot write before binding anything (the
+    key store, the console secret and the gazetteer index all live there)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise config.SettingsError(f"SOLARSERV_DATA_DIR={str(directory)!r}: cannot be created "
+                                   f"({exc.strerror or exc})") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise config.SettingsError(f"SOLARSERV_DATA_DIR={str(directory)!r}: this user cannot write to it")
 
 
 def _announce(line: str) -> None:

@@ -26,13 +26,13 @@ def assess(location: Location, civil: CivilInstant, today: dt.date) -> Confidenc
     if civil.local_mean_time:
         rules.append(("LOW", "the zone was still on local mean time on this date; its offset is a "
                              "reconstruction by the tz database"))
-    if date > today + dt.timedelta(days=round(365.25 * FUTURE_HORIZON_YEARS)):
+    if date > _years_after(today, FUTURE_HORIZON_YEARS):
         rules.append(("LOW", f"the date is more than {FUTURE_HORIZON_YEARS} years ahead; the zone's "
                              "civil-time rules may change before then"))
     if abs(location.latitude) >= NEAR_POLE_LATITUDE:
         rules.append(("LOW", f"within {90 - NEAR_POLE_LATITUDE:g}° of a pole, where the hour angle and "
                              "azimuth are ill-conditioned and the timezone is a convention"))
-    if date < RELIABLE_TZDATA_FROM and not civil.local_mean_time:
+    if date < RELIABLE_TZDATA_FROM:
         rules.append(("MEDIUM", "the date is before 1970, where the tz database does not guarantee "
                                 "offsets and DST dates"))
     if civil.ambiguous:
@@ -51,3 +51,11 @@ def assess(location: Location, civil: CivilInstant, today: dt.date) -> Confidenc
                                    "records",))
     level = min((level for level, _ in rules), key=_ORDER.__getitem__)
     return Confidence(level, tuple(f"{rule_level}: {text}" for rule_level, text in rules))
+
+
+def _years_after(day: dt.date, years: int) -> dt.date:
+    """The same date ``years`` later; 28 February for a 29 February whose year has none."""
+    try:
+        return day.replace(year=day.year + years)
+    except ValueError:
+        return day.replace(year=day.year + years, day=28)

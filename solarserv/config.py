@@ -138,6 +138,13 @@ def shown_default(setting: Setting) -> str:
     return f"`{str(setting.default).lower() if isinstance(setting.default, bool) else setting.default}`"
 
 
+def environment_only_help() -> str:
+    """The settings without a flag, for the end of `solarserv serve --help`."""
+    lines = [f"  {setting.env} (default {shown_default(setting)}): {setting.help}"
+             for setting in SETTINGS if not setting.flag]
+    return "settings from the environment only:\n" + "\n".join(lines)
+
+
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """Give `parser` one flag per setting that has one (values stay strings until `load`)."""
     for setting in SETTINGS:

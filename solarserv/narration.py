@@ -19,8 +19,10 @@ import importlib
 import importlib.metadata
 import importlib.util
 import logging
+import queue
 import sys
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -92,7 +94,7 @@ class Narrator:
                                for name, impls in self._impls.items()}
         self._third_party = self._impls != self._builtin_impls
         self._plugin_timeout = plugin_timeout
-        self._plugin_thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="plugins")
+        self._plugin_thread = _DaemonWorker()
         self._late: concurrent.futures.Future[Texts] | None = None  # a narration that overran the limit
         # Texts of shared Narratives by (template, values); bounded, as a plugin's values may vary freely.
         self._shared_text = functools.lru_cache(maxsize=SHARED_TEXTS)(self._render_shared)
@@ -257,6 +259,33 @@ class Narrator:
                 for name, value in values.items()}
 
 
+class _DaemonWorker:
+    """One daemon thread running submitted calls in turn. Unlike a ThreadPoolExecutor's threads, which
+    the interpreter joins at exit, a plugin hanging here cannot keep a stopped server from exiting."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="plugins", daemon=True)
+            self._thread.start()
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._calls.put((future, functools.partial(function, *args, **kwargs)))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            future, call = self._calls.get()
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled while it waited
+            try:
+                future.set_result(call())
+            except BaseException as exc:  # handed to whoever waits, as an executor would
+                future.set_exception(exc)
+
+
 class _NarrativeEnvironment(jinja2.Environment):
     def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
         """A template's globals as one plain dict, not Jinja's ChainMap over the environment's: every
@@ -312,7 +341,10 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
     """Register installed plugins; returns their distribution versions by plugin name."""
     allowed = None if allow is None else {name.strip() for name in allow.split(",") if name.strip()}
     versions = {}
-    for entry_point in importlib.metadata.entry_points(group="solarserv"):
+    entry_points = importlib.metadata.entry_points(group="solarserv")
+    for missing in sorted((allowed or set()) - set(entry_points.names)):
+        log.warning("SOLARSERV_PLUGINS names %s, which no installed distribution provides", missing)
+    for entry_point in entry_points:
         if allowed is not None and entry_point.name not in allowed:
             log.info("plugin %s not in SOLARSERV_PLUGINS; skipped", entry_point.name)
             continue

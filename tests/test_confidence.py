@@ -50,8 +50,14 @@ def test_each_rule_sets_its_level_and_says_why(location, date, time, zone, expec
 def test_the_lowest_level_wins_and_every_rule_is_listed():
     confidence = level(dataclasses.replace(PARIS, source="geocoded"), "1905-06-01")
     assert confidence.level == "LOW"
-    assert [reason.split(":")[0] for reason in confidence.reasons] == ["LOW", "MEDIUM"]
+    # Local mean time, before 1970, geocoded: the local-mean-time era is also before 1970, and says so.
+    assert [reason.split(":")[0] for reason in confidence.reasons] == ["LOW", "MEDIUM", "MEDIUM"]
+    assert "before 1970" in confidence.reasons[1]
 
 
-def test_ten_years_ahead_is_still_not_low():
-    assert level(PARIS, "2036-07-14").level == "HIGH"
+def test_ten_years_ahead_to_the_day_is_still_not_low():
+    assert level(PARIS, "2036-11-21").level == "HIGH"  # ten years after TODAY, 3,653 days with 3 leap days
+    assert level(PARIS, "2036-11-22").level == "LOW"
+    leap_day = civil_time.resolve(dt.date(2038, 2, 28), dt.time(12), "Europe/Paris")
+    assert assess(PARIS, leap_day, dt.date(2028, 2, 29)).level == "HIGH"
+    assert assess(PARIS, leap_day, dt.date(2028, 2, 28)).level == "HIGH"

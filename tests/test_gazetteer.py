@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import signal
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -435,6 +439,27 @@ def test_a_build_that_fails_leaves_no_index_behind(tmp_path):
     with pytest.raises(OSError):
         gazetteer.build_index(target, broken_source())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dead_builders_temporary_index_is_removed_by_the_next_build(tmp_path, monkeypatch):
+    stale = tmp_path / f"{gazetteer.index_path(tmp_path).name}k2j4.tmp"  # as mkstemp names them
+    stale.write_bytes(b"half an index")
+    real_build = gazetteer.build_index
+    monkeypatch.setattr(gazetteer, "build_index", lambda path, cities=None: real_build(path, SMALL_SOURCE))
+    gazetteer.ensure_index(tmp_path)
+    assert not stale.exists() and gazetteer.index_path(tmp_path).exists()
+
+
+def test_a_builder_stopped_with_sigterm_removes_its_temporary_index(tmp_path):
+    builder = subprocess.Popen([sys.executable, "-m", "solarserv.geo.gazetteer", str(tmp_path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("*.tmp")) and builder.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.glob("*.tmp")), "the build did not start writing"
+    builder.send_signal(signal.SIGTERM)
+    assert builder.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not list(tmp_path.glob("*.tmp")) and not gazetteer.index_path(tmp_path).exists()
 
 
 def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplog):

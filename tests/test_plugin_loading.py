@@ -437,9 +437,10 @@ def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
     assert "✗ extra check saw Europe/Paris" in narrator.narrate(report).validation
 
 
-def test_the_allow_list_filters_entry_point_plugins(installed_plugin):
+def test_the_allow_list_filters_entry_point_plugins(installed_plugin, caplog):
     blocked = build(SOLARSERV_PLUGINS="some_other_plugin")
     assert installed_plugin not in {plugin["name"] for plugin in blocked.plugins()}
+    assert "SOLARSERV_PLUGINS names some_other_plugin, which no installed distribution provides" in caplog.text
     # Set but empty allows none (an allow-list fails closed), as does a list of blanks.
     for nothing in ("", " , "):
         assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS=nothing).plugins()}

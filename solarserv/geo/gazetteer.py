@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import os
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -74,6 +75,10 @@ def ensure_index(data_dir: Path) -> Path:
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
+            # Holding the lock, any temporary index is a dead builder's (killed outright, as SIGKILL
+            # does, it could not remove its own): 27 MB each, so not left to pile up.
+            for stale in path.parent.glob(f"{path.name}*.tmp"):
+                stale.unlink()
             build_index(path)
     return path
 
@@ -595,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m solarserv.geo.gazetteer DATA_DIR", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Stopped with the server (SIGTERM to its process group), unwind so the temporary file is removed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     print(ensure_index(Path(argv[0])))
     return 0
 
