@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -446,6 +448,17 @@ def test_the_allow_list_filters_entry_point_plugins(installed_plugin, caplog):
         assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS=nothing).plugins()}
     allowed = build(SOLARSERV_PLUGINS=f"some_other_plugin, {installed_plugin}")
     assert installed_plugin in {plugin["name"] for plugin in allowed.plugins()}
+
+
+def test_a_plugin_that_never_returns_does_not_keep_the_command_from_exiting(tmp_path, data_dir):
+    write(tmp_path, "stuck.py", SLOW_CHECK.format(release=str(tmp_path / "never")))
+    done = subprocess.run(
+        [sys.executable, "-m", "solarserv", "calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14",
+         "--time", "14:30", "--plugins-dir", str(tmp_path), "--data-dir", str(data_dir)],
+        env={**config.without_settings(os.environ), "PLUGIN_TIMEOUT": "0.2"}, capture_output=True, text=True,
+        timeout=50)  # the plugin waits 60 s: an interpreter that joined its thread would still be waiting
+    assert done.returncode == 0, done.stderr
+    assert "✗ plugin stuck (no answer within 0.2 s, so no third-party plugin ran) failed" in done.stdout
 
 
 def test_a_plugin_file_named_like_an_installed_plugin_stops_start_up(installed_plugin, tmp_path):
