@@ -41,9 +41,16 @@ from solarserv.timefmt import format_longitude as longitude
 _COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
 
 
+def whole_seconds(minutes: float) -> int:
+    """Minutes as the whole seconds ``signed_duration`` shows: the size rounded half up (as times are),
+    then the sign."""
+    seconds = math.floor(abs(minutes) * 60 + 0.5)
+    return -seconds if minutes < 0 else seconds
+
+
 def duration(minutes: float) -> str:
     """The size of a time difference: "2 h 52 min 18 s", "45 s", "1 h" (sign dropped, nearest second)."""
-    hours, rest = divmod(math.floor(abs(minutes) * 60 + 0.5), 3600)  # half up, as times are
+    hours, rest = divmod(abs(whole_seconds(minutes)), 3600)
     mins, secs = divmod(rest, 60)
     text = f"{hours} h {mins} min {secs} s" if hours else f"{mins} min {secs} s" if mins else f"{secs} s"
     # Zero parts left out, but never the whole: "1 h", "2 min 5 s", "0 s".

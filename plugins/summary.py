@@ -6,6 +6,9 @@ from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import Report
 from solarserv.timefmt import round_to_second
 
+# The Sun's apparent radius in degrees (16′): its rim shows while its centre is up to this far below.
+SUN_SEMIDIAMETER = 0.2667
+
 
 @hookimpl
 def solarserv_summary(report: Report) -> Narrative:
@@ -14,6 +17,7 @@ def solarserv_summary(report: Report) -> Narrative:
         "true_solar": true_solar,
         # -1 / 0 / +1: a sundial can read a time of the day before or after the civil date.
         "solar_day_shift": (true_solar.date() - report.civil.local.date()).days,
-        # Below the horizon a sundial casts no shadow; the text says so.
-        "sun_up": report.sun.elevation > 0,
+        # "up", "rim" (the centre below the horizon, the upper rim above it: risen by the almanac's
+        # standard, as sunrise and sunset count) or "down", where a sundial casts no shadow.
+        "sun": "up" if report.sun.elevation > 0 else "rim" if report.sun.elevation > -SUN_SEMIDIAMETER else "down",
     })

@@ -11,7 +11,7 @@ import datetime as dt
 import math
 from collections.abc import Callable
 
-from narratives import degrees, duration, long_date, signed_duration
+from narratives import degrees, duration, long_date, signed_duration, whole_seconds
 from solarserv.hookspecs import Check, hookimpl
 from solarserv.models import Report
 from solarserv.timefmt import (
@@ -89,12 +89,15 @@ def total_matches_hour_angle(report: Report) -> Check:
     from_hour_angle = report.sun.true_solar_seconds - seconds_of_day(report.civil.local)
     total = report.total_difference_minutes
     agrees = abs(math.remainder(from_hour_angle - total * 60, SECONDS_PER_DAY)) <= TOTAL_TOLERANCE_SECONDS
+    terms = (report.equation_of_time_minutes, report.longitude_correction_minutes, -report.dst_minutes)
+    # Each figure is shown to the nearest second, so the figures shown can miss their sum by a second.
+    rounded = "" if whole_seconds(total) == sum(map(whole_seconds, terms)) else " (each to the nearest second)"
     return Check(agrees,
                  f"total difference {signed_duration(total)} = equation of time "
                  f"{signed_duration(report.equation_of_time_minutes)} + longitude correction "
                  f"{signed_duration(report.longitude_correction_minutes)} − DST "
-                 f"{duration(report.dst_minutes)}, {'matching' if agrees else 'not matching'} the Sun's hour "
-                 "angle to 1 ms")
+                 f"{duration(report.dst_minutes)}{rounded}, {'matching' if agrees else 'not matching'} the Sun's "
+                 "hour angle to 1 ms")
 
 
 def true_solar_time_is_local_plus_total(report: Report) -> Check:

@@ -10,9 +10,10 @@ from urllib.parse import urlencode
 from solarserv.models import Report, SolarEvents
 from solarserv.narration import Texts
 from solarserv.solar import curves
-from solarserv.timefmt import format_hms, format_offset, round_to_second
+from solarserv.timefmt import format_hms, format_offset, offset_to_minute, round_to_second
 
 MINUTES_DECIMALS = 4
+_MINUTE = dt.timedelta(minutes=1)
 DEGREES_DECIMALS = 4
 
 
@@ -79,10 +80,18 @@ def equation_of_time_json(year: int, days: Iterable[tuple[dt.date, float]], ephe
 
 
 def events_json(events: SolarEvents) -> dict[str, Any]:
-    """Local civil date-times in ISO 8601 with their offset: a sunset can fall on the next date."""
+    """Local civil date-times in ISO 8601 with their offset: a sunset can fall on the next date.
+
+    ISO 8601 (and RFC 3339, JavaScript's Date) have no offsets with seconds: in a local-mean-time era
+    (Paris 1905, +00:09:21) the same instant is written at the offset ``utc_offset`` shows (+00:09)."""
 
     def local(instant: dt.datetime | None) -> str | None:
-        return round_to_second(instant).isoformat() if instant else None
+        if instant is None:
+            return None
+        offset = instant.utcoffset()
+        if offset is not None and offset % _MINUTE:
+            instant = instant.astimezone(dt.timezone(offset_to_minute(offset)))
+        return round_to_second(instant).isoformat()
 
     length = events.day_length_minutes
     return {

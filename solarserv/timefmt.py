@@ -75,8 +75,7 @@ def format_offset(offset: dt.timedelta, precision: Literal["auto", "minute", "se
     # The size rounds half up, then takes the sign: Ho Chi Minh's +07:06:30 of 1906 is +07:07 and
     # Monrovia's -00:44:30 (to 1972) is -00:45; rounding the signed value half up would give -00:44.
     # Whole-number arithmetic: this runs several times per request.
-    size = abs(offset)
-    total = size.days * SECONDS_PER_DAY + size.seconds + (size.microseconds >= 500_000)
+    total = _whole_seconds(abs(offset))
     if precision == "minute":
         total = (total + 30) // 60 * 60
     sign = "-" if offset < _ZERO and total else "+"
@@ -85,6 +84,17 @@ def format_offset(offset: dt.timedelta, precision: Literal["auto", "minute", "se
     text = f"{sign}{hours:02d}:{minutes:02d}"
     show_seconds = precision == "second" or (precision == "auto" and seconds)
     return f"{text}:{seconds:02d}" if show_seconds else text
+
+
+def offset_to_minute(offset: dt.timedelta) -> dt.timedelta:
+    """The offset to the nearest minute, as ``format_offset(offset, "minute")`` writes it."""
+    minutes = (_whole_seconds(abs(offset)) + 30) // 60
+    return dt.timedelta(minutes=-minutes if offset < _ZERO else minutes)
+
+
+def _whole_seconds(size: dt.timedelta) -> int:
+    """A non-negative duration to the nearest second, half up."""
+    return size.days * SECONDS_PER_DAY + size.seconds + (size.microseconds >= 500_000)
 
 
 def format_latitude(value: float, digits: int = COORDINATE_DECIMALS) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 
 import pytest
 from reports import report_at
@@ -592,3 +593,31 @@ def test_angle_and_date_filters():
         "north", "south-east", "south", "north"]
     assert narratives.long_date(dt.date(2026, 7, 14)) == "14 July 2026"
     assert narratives.paragraph("one\n  two\nthree ") == "one two three"
+
+
+def test_solar_events_in_a_local_mean_time_era_are_valid_iso_8601(narrator):
+    # Paris kept +00:09:21 in 1905; ISO 8601 has no offsets with seconds, so the events use +00:09.
+    report = report_at("Paris", "1905-06-01", "12:00")
+    events = result_json(report, narrator.narrate(report))["solar_events"]
+    for name in ("sunrise", "solar_noon", "sunset"):
+        assert re.fullmatch(r"1905-06-01T\d\d:\d\d:\d\d\+00:09", events[name]), events[name]
+        instant = dt.datetime.fromisoformat(events[name])
+        assert abs(instant - getattr(report.events, name)) <= dt.timedelta(seconds=0.5)
+
+
+def test_the_summary_counts_the_sun_risen_while_its_upper_rim_shows(narrator):
+    # Tromsø at noon in January: the centre 0.2° below the horizon, inside sunrise 11:45 – sunset 12:02.
+    report = report_in("Europe/Oslo", 69.6492, 18.9553, "2024-01-15", "12:00", "Tromsø, Norway")
+    assert -0.2667 < report.sun.elevation < 0
+    summary = narrator.narrate(report).summary
+    assert "Only the Sun's upper rim is above the horizon, in the south (its centre is 0.2° below)" in summary
+    assert "casts no shadow" not in summary
+
+
+def test_the_total_check_says_when_its_rounded_terms_miss_their_sum(narrator):
+    report = report_in("Africa/Douala", 6.2424, 10.5134, "1974-08-09", "11:08:13", "Bamenda, Cameroon")
+    line = next(line for line in narrator.narrate(report).validation.splitlines() if "total difference" in line)
+    assert line.startswith("✓ total difference -23 min 27 s = equation of time -5 min 31 s + longitude correction "
+                           "-17 min 57 s − DST 0 s (each to the nearest second), matching")
+    paris = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation
+    assert "nearest second" not in paris

@@ -139,6 +139,14 @@ def test_international_waters_have_no_timezone(locator, latitude, longitude):
     assert "international waters" in error.message and "no IANA timezone" in error.message
 
 
+def test_antarctic_land_without_a_zone_is_not_called_international_waters(locator):
+    # The interior of West Antarctica (Marie Byrd Land): land, which timezonefinder gives no zone.
+    with pytest.raises(ApiError) as caught:
+        locator.zone_at(-83.8125, -96.389)
+    assert caught.value.message == ("latitude -83.8125, longitude -96.389 is in Antarctica or its seas outside "
+                                    "every station's time zone, where no IANA timezone applies")
+
+
 def test_every_land_zone_of_timezonefinder_is_in_tzdata():
     land_zones = [name for name in TimezoneFinder().timezone_names if not name.startswith("Etc/")]
     assert len(land_zones) > 300

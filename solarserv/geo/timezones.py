@@ -8,7 +8,7 @@ from timezonefinder import TimezoneFinder
 
 from solarserv.errors import ApiError
 from solarserv.geo.gazetteer import KM_PER_DEGREE
-from solarserv.geo.zones import TZDATA_VERSION, canonical_zone, has_zone
+from solarserv.geo.zones import ANTARCTIC_TREATY_LATITUDE, TZDATA_VERSION, canonical_zone, has_zone
 
 _BORDER_RADIUS_KM = 10.0
 _BORDER_SAMPLES = 8  # compass points on the circle; a border passing within the radius crosses it
@@ -38,12 +38,12 @@ class TimezoneLocator:
         tzdata package does not have (the two packages' releases drifting apart)."""
         name = self._finder.timezone_at_land(lng=longitude, lat=latitude)
         if name is None:
-            raise ApiError(
-                "TIMEZONE_RESOLUTION_FAILED",
-                422,
-                f"latitude {latitude}, longitude {longitude} is in international waters, "
-                "where no IANA timezone applies",
-            )
+            # South of 60°S timezonefinder also leaves land without a zone: Antarctica away from the
+            # stations whose zones it draws (Marie Byrd Land, which no country claims).
+            where = ("in international waters" if latitude > ANTARCTIC_TREATY_LATITUDE
+                     else "in Antarctica or its seas outside every station's time zone")
+            raise ApiError("TIMEZONE_RESOLUTION_FAILED", 422,
+                           f"latitude {latitude}, longitude {longitude} is {where}, where no IANA timezone applies")
         if not has_zone(name):
             # tzdata keeps every retired name as a link, so only a zone newer than the installed
             # tzdata lands here; there is nothing to map it to.
