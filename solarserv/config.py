@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 
 def _bool(text: str) -> bool:
@@ -44,6 +46,33 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _redis_url(text: str) -> str:
+    """A URL that redis-py reads as the logs and /healthz show it: redis-py would take a database path that is not
+    a number (``/abc``) as database 0, and let a ``?db=`` override the path, without a word."""
+    scheme, separator, _ = text.partition("://")
+    if not separator or scheme not in {"redis", "rediss", "unix"}:
+        raise ValueError("must start with redis://, rediss:// or unix:// (e.g. redis://127.0.0.1:6379/0)")
+    parts = urlsplit(text)
+    database = parse_qs(parts.query).get("db", [None])[0]  # redis-py reads the first ?db= only
+    if scheme == "unix":  # the path is the socket's; the database can only be a ?db=
+        if not parts.path:
+            raise ValueError("must name the socket, e.g. unix:///run/redis/redis.sock?db=0")
+        if database is not None and not re.fullmatch("[0-9]+", database):
+            raise ValueError(f"?db= must be a database number, got {database!r}")
+        return text
+    try:
+        port = parts.port  # None when not given: redis-py's default, 6379
+    except ValueError:  # not a number, or over 65535
+        port = 0
+    if port == 0:
+        raise ValueError("the port must be a number from 1 to 65535")
+    if database is not None:
+        raise ValueError("give the database as the path (redis://host:port/N), not as ?db=")
+    if not re.fullmatch("/?[0-9]*", parts.path):
+        raise ValueError(f"the database (the URL's path) must be a number, got {parts.path!r}")
+    return text
+
+
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -73,8 +102,9 @@ SETTINGS: tuple[Setting, ...] = (
             "than one, set REDIS_URL so they share rate-limit counts."),
     Setting("data_dir", "SOLARSERV_DATA_DIR", "--data-dir", Path, Path("./var"),
             "Directory for the SQLite key store and the gazetteer index."),
-    Setting("redis_url", "REDIS_URL", "--redis-url", str, None,
-            "Redis URL for shared rate-limit counters; unset: in-process counters."),
+    Setting("redis_url", "REDIS_URL", "--redis-url", _redis_url, None,
+            "Redis URL for shared rate-limit counters: redis://[[user]:password@]host[:port][/db], rediss://… "
+            "(TLS) or unix://path[?db=N]; unset: in-process counters."),
     Setting("api_key_required", "API_KEY_REQUIRED", None, _bool, False,
             "true: every API request needs a valid X-API-Key."),
     Setting("admin_token", "ADMIN_TOKEN", None, str, None,

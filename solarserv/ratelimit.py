@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio
 import redis.exceptions
@@ -117,11 +117,13 @@ def _redis_key(name: str, window: int) -> str:
 
 
 def redacted(url: str) -> str:
-    """The Redis URL without user, password or query (which may hold a password): fit for logs."""
+    """The Redis URL without user, password or the rest of its query (which may hold a password): fit for logs.
+    A socket's database is kept: unix:// URLs can only give it as ``?db=`` (config refuses one elsewhere)."""
     parts = urlsplit(url)
     host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
     port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    database = parse_qs(parts.query).get("db", [None])[0]
+    return f"{parts.scheme}://{host}{port}{parts.path}{f'?db={database}' if database else ''}"
 
 
 @dataclass(frozen=True)

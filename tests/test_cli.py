@@ -131,6 +131,23 @@ def test_serving_on_every_interface_prints_a_login_link_that_opens_the_console(d
         server.stdout.close()
 
 
+@pytest.mark.slow
+def test_a_malformed_redis_url_stops_serve_with_one_line_before_any_worker_starts(data_dir, tmp_path):
+    log_path = tmp_path / "server.log"
+    # Parsed first in each worker, it used to crash them all, a hundred restarts each, then the parent.
+    server = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir),
+                              "--redis-url", "redis://127.0.0.1:notaport/0"], log_path)
+    try:
+        printed, _ = server.communicate(timeout=60)
+    finally:
+        server.kill()
+        server.stdout.close()
+    assert server.returncode == 2 and printed == ""
+    assert log_path.read_text().splitlines()[-1] == ("solarserv: error: --redis-url='redis://127.0.0.1:notaport/0': "
+                                                     "the port must be a number from 1 to 65535")
+    assert "Traceback" not in log_path.read_text()
+
+
 def test_serving_does_not_import_pandas_where_it_is_installed():
     # sqlite_utils would import it (0.35 s and 33 MB a process); solarserv.sqlite hides it. pvlib, a test
     # dependency, brings pandas, so this runs where the import would happen.

@@ -11,6 +11,7 @@ import pytest
 import redis.asyncio
 from counters import RedisServer, UnusedMinuteClock, unused_port
 
+from solarserv import config
 from solarserv.ratelimit import WINDOW_SECONDS, MemoryCounters, RateLimiter, RedisCounters, redacted
 
 
@@ -173,7 +174,25 @@ def test_memory_only_limiter_reports_no_redis():
     ("redis://:s3cret@127.0.0.1:6379/15", "redis://127.0.0.1:6379/15"),
     ("rediss://user:s3cret@cache.example:6380/0", "rediss://cache.example:6380/0"),
     ("redis://[::1]:7000/2", "redis://[::1]:7000/2"),
-    ("unix:///run/redis.sock?db=2&password=s3cret", "unix:///run/redis.sock"),
+    ("redis://127.0.0.1", "redis://127.0.0.1"),
+    ("unix:///run/redis.sock?db=2&password=s3cret", "unix:///run/redis.sock?db=2"),  # a socket's database
 ])
-def test_logged_redis_urls_hold_no_password(url, shown):
+def test_logged_redis_urls_hold_no_password_and_name_the_database_used(url, shown):
+    assert config.load(environ={"REDIS_URL": url}).redis_url == url
     assert redacted(url) == shown
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("http://127.0.0.1:6379", "must start with redis://, rediss:// or unix:// (e.g. redis://127.0.0.1:6379/0)"),
+    ("localhost:6379", "must start with redis://, rediss:// or unix:// (e.g. redis://127.0.0.1:6379/0)"),
+    ("redis://127.0.0.1:notaport/0", "the port must be a number from 1 to 65535"),
+    ("redis://127.0.0.1:99999/0", "the port must be a number from 1 to 65535"),
+    # redis-py would use database 0 and 5 while the logs showed /abc and /3.
+    ("redis://127.0.0.1:6379/abc", "the database (the URL's path) must be a number, got '/abc'"),
+    ("redis://127.0.0.1:6379/3?db=5", "give the database as the path (redis://host:port/N), not as ?db="),
+    ("unix:///run/redis.sock?db=two", "?db= must be a database number, got 'two'"),
+])
+def test_a_redis_url_redis_py_would_refuse_or_misread_is_a_settings_error(url, problem):
+    with pytest.raises(config.SettingsError) as refused:
+        config.load(environ={"REDIS_URL": url})
+    assert str(refused.value) == f"REDIS_URL={url!r}: {problem}"
