@@ -93,8 +93,9 @@ class RedisCounters:
             socket_connect_timeout=REDIS_CONNECT_TIMEOUT_SECONDS,
             socket_timeout=REDIS_COMMAND_TIMEOUT_SECONDS,
             # One immediate retry replaces a pooled connection that died with a Redis restart; redis-py's
-            # default (three retries with backoff) would make every request wait out an outage.
-            retry=Retry(NoBackoff(), retries=1),
+            # default (three retries with backoff) would make every request wait out an outage. Not after a
+            # timeout, which would double what a hung Redis costs a request.
+            retry=Retry(NoBackoff(), retries=1, supported_errors=(redis.exceptions.ConnectionError,)),
         )
         # Sent by its SHA1 (EVALSHA); redis-py loads it again when Redis has forgotten it (a restart).
         self._increment = self._client.register_script(_INCREMENT_SCRIPT)

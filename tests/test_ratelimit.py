@@ -4,11 +4,14 @@ from Redis to in-process counters while Redis is down."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 import uuid
 
 import pytest
 import redis.asyncio
+import redis.exceptions
 from counters import RedisServer, UnusedMinuteClock, unused_port
 
 from solarserv import config
@@ -163,6 +166,24 @@ async def test_an_unreachable_redis_is_tried_once_per_interval_not_per_request(c
     assert [decision.count for decision in decisions] == list(range(1, 21))
     assert shared.attempts == 1
     assert limiter.degraded
+
+
+async def test_a_hung_redis_costs_a_request_one_command_timeout_not_two():
+    # The kernel accepts connections to this socket and nobody answers on them: Redis stopped with SIGSTOP.
+    with socket.create_server(("127.0.0.1", 0)) as hung:
+        counters = RedisCounters(f"redis://127.0.0.1:{hung.getsockname()[1]}/0")
+        try:
+            with pytest.raises(redis.exceptions.TimeoutError):
+                await counters.increment(unique_name(), 7)
+        finally:
+            await counters.close()
+        hung.setblocking(False)
+        connections = 0
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                hung.accept()[0].close()
+                connections += 1
+    assert connections == 1  # not tried again on a fresh connection once the command timed out
 
 
 def test_memory_only_limiter_reports_no_redis():
