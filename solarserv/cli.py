@@ -151,6 +151,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
         for signum in STOP_SIGNALS:
             asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
         services = Services.build(settings, console, towns)
+        await services.limiter.check_redis()  # logs whether Redis answers before the ready line
         server = tornado.httpserver.HTTPServer(make_app(settings, services), xheaders=False)
         server.add_sockets(sockets)
         _announce(f"solarserv {solarserv.__version__} ready at {base_url}/")

@@ -7,11 +7,12 @@ turns counts into decisions and keeps answering on in-process counters while Red
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
@@ -24,9 +25,11 @@ from redis.backoff import NoBackoff
 log = logging.getLogger("solarserv.ratelimit")
 
 WINDOW_SECONDS = 60
-# While Redis is unreachable, one request per interval tries it again; the others go straight to the
-# in-process counters, so an outage costs one failed connect per interval, not one per request.
-RECONNECT_INTERVAL_SECONDS = 2.0
+# What a process last learnt of Redis holds this long. While Redis is unreachable, one request per interval
+# tries it again and the others go straight to the in-process counters, so an outage costs one failed connect
+# per interval, not one per request; /healthz asks Redis only when nothing has within the interval, so a
+# storm of probes costs Redis one PING per interval.
+RECHECK_INTERVAL_SECONDS = 2.0
 # A healthy Redis answers in well under a millisecond; these bound what a hung one can cost a request.
 REDIS_CONNECT_TIMEOUT_SECONDS = 0.25
 REDIS_COMMAND_TIMEOUT_SECONDS = 0.5
@@ -43,6 +46,9 @@ class Counters(Protocol):
 
     async def peek(self, names: Sequence[str], window: int) -> list[int]:
         """The counts in that window, counting nothing."""
+
+    async def ping(self) -> None:
+        """Return if the store answers; raise as ``increment`` would if it does not."""
 
     async def close(self) -> None:
         """Release connections."""
@@ -68,6 +74,9 @@ class MemoryCounters:
         if window != self._window:
             return [0] * len(names)
         return [self._counts[name] for name in names]
+
+    async def ping(self) -> None:
+        pass
 
     async def close(self) -> None:
         pass
@@ -108,6 +117,9 @@ class RedisCounters:
             return []
         values = await self._client.mget([_redis_key(name, window) for name in names])
         return [int(value or 0) for value in values]
+
+    async def ping(self) -> None:
+        await self._client.ping()
 
     async def close(self) -> None:
         await self._client.aclose()
@@ -162,17 +174,19 @@ class RateLimiter:
 
     With ``shared`` counters (Redis) every process sees one count. When they fail, requests are counted
     in this process instead (each process then enforces the limit alone), the log says so once, and
-    ``health()`` reports it; every ``RECONNECT_INTERVAL_SECONDS`` one request tries Redis again.
+    ``health()`` reports it; every ``RECHECK_INTERVAL_SECONDS`` one request tries Redis again.
+    ``check_redis`` asks Redis without a request to count: at start, and for /healthz.
     """
 
     def __init__(self, shared: Counters | None = None, clock: Callable[[], float] = time.time,
-                 reconnect_interval: float = RECONNECT_INTERVAL_SECONDS) -> None:
+                 recheck_interval: float = RECHECK_INTERVAL_SECONDS) -> None:
         self._shared = shared
         self._local = MemoryCounters()
         self._clock = clock
-        self._reconnect_interval = reconnect_interval
+        self._recheck_interval = recheck_interval
+        self._answered = False  # Redis has answered this process at least once
         self._unreachable_since: float | None = None  # wall-clock time of the failure, for /healthz
-        self._next_attempt = 0.0  # monotonic time before which a down Redis is not tried again
+        self._next_check = 0.0  # monotonic time until which what was last learnt of Redis holds
 
     @classmethod
     def from_settings(cls, settings: Any) -> RateLimiter:
@@ -196,6 +210,14 @@ class RateLimiter:
         counts = await self._with_counters(lambda counters: counters.peek(names, window))
         return dict(zip(names, counts, strict=True))
 
+    async def check_redis(self) -> None:
+        """Ask Redis whether it answers, unless this process learnt that within the recheck interval (while
+        requests flow, they keep it known). At start, so the log says at once whether Redis answers, and for
+        /healthz, which so tells the truth while no API request comes in. Bounded by the client's timeouts."""
+        if self._shared is not None and self._due_for_check():
+            with self._learning_about_redis():
+                await self._shared.ping()
+
     def health(self) -> dict[str, Any]:
         if self._shared is None:
             return {"store": "in-process", "redis": "not configured"}
@@ -203,37 +225,49 @@ class RateLimiter:
             since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._unreachable_since))
             return {"store": "in-process", "redis": "unreachable", "redis_url": self._shared.where,
                     "unreachable_since": since}
-        return {"store": "redis", "redis": "in use", "redis_url": self._shared.where}
+        # Not asked yet: only while the first check_redis is under way (or before it, in tests).
+        return {"store": "redis", "redis": "in use" if self._answered else "not asked yet",
+                "redis_url": self._shared.where}
 
     async def close(self) -> None:
         if self._shared is not None:
             await self._shared.close()
 
     async def _with_counters(self, operation: Callable[[Counters], Awaitable[Any]]) -> Any:
-        if self._shared is not None and self._redis_worth_trying():
-            try:
-                result = await operation(self._shared)
-            except (redis.exceptions.RedisError, OSError) as exc:
-                self._lost_redis(exc)
-            else:
-                if self.degraded:
-                    log.warning("Redis at %s is reachable again: rate-limit counts are shared again.",
-                                self._shared.where)
-                    self._unreachable_since = None
-                return result
+        if self._shared is not None and (not self.degraded or self._due_for_check()):
+            with self._learning_about_redis():  # when Redis fails, this goes on to count in this process
+                return await operation(self._shared)
         return await operation(self._local)
 
-    def _redis_worth_trying(self) -> bool:
-        if not self.degraded:
-            return True
-        if time.monotonic() < self._next_attempt:
+    def _due_for_check(self) -> bool:
+        now = time.monotonic()
+        if now < self._next_check:
             return False
-        # Set before the attempt, so requests arriving while it is under way do not each try too.
-        self._next_attempt = time.monotonic() + self._reconnect_interval
+        # Set before asking, so the requests and probes arriving while Redis is asked do not each ask too.
+        self._next_check = now + self._recheck_interval
         return True
 
+    @contextlib.contextmanager
+    def _learning_about_redis(self) -> Iterator[None]:
+        """Around one exchange with Redis: note whether it answered, and swallow its failure."""
+        try:
+            yield
+        except (redis.exceptions.RedisError, OSError) as exc:
+            self._lost_redis(exc)
+        else:
+            self._found_redis()
+
+    def _found_redis(self) -> None:
+        self._next_check = time.monotonic() + self._recheck_interval
+        if self.degraded:
+            log.warning("Redis at %s is reachable again: rate-limit counts are shared again.", self._shared.where)
+        elif not self._answered:
+            log.info("Redis at %s answers: rate-limit counts are shared with every process using it.",
+                     self._shared.where)
+        self._answered, self._unreachable_since = True, None
+
     def _lost_redis(self, exc: Exception) -> None:
-        self._next_attempt = time.monotonic() + self._reconnect_interval
+        self._next_check = time.monotonic() + self._recheck_interval
         if not self.degraded:
             log.warning("Redis at %s is unreachable (%s): counting requests in this process until it "
                         "returns; meanwhile each process enforces the limits on its own.",

@@ -270,7 +270,7 @@ class TestRedisOutage:
     @pytest.fixture
     def limiter(self, redis_server, io_loop, clock):
         # Tries Redis on every request while it is down, so the test sees its return at once.
-        limiter = RateLimiter(RedisCounters(redis_server.url), clock=clock, reconnect_interval=0)
+        limiter = RateLimiter(RedisCounters(redis_server.url), clock=clock, recheck_interval=0)
         yield limiter
         io_loop.run_sync(limiter.close)
 
@@ -295,6 +295,18 @@ class TestRedisOutage:
         assert back.status == 200 and limits(back)[1] == 99  # the new, empty Redis counts again
         health = (await api("/healthz")).json()
         assert health["status"] == "ok" and health["rate_limit_counters"]["redis"] == "in use"
+
+
+    @pytest.mark.redis
+    async def test_health_finds_redis_gone_and_back_while_no_api_request_comes_in(self, api, limiter,
+                                                                                   redis_server):
+        redis_server.stop()
+        health = (await api("/healthz")).json()
+        assert health["status"] == "degraded" and health["rate_limit_counters"]["redis"] == "unreachable"
+        redis_server.start()
+        health = (await api("/healthz")).json()
+        assert health["status"] == "ok" and health["rate_limit_counters"]["redis"] == "in use"
+        assert await limiter.current_counts(["ip:127.0.0.1"]) == {"ip:127.0.0.1": 0}
 
 
 # Two real `solarserv serve` processes on one Redis and one data dir.

@@ -15,6 +15,7 @@ import sys
 import urllib.request
 
 import pytest
+from counters import unused_port
 from servers import start_solarserv
 
 from solarserv import config
@@ -146,6 +147,26 @@ def test_a_malformed_redis_url_stops_serve_with_one_line_before_any_worker_start
     assert log_path.read_text().splitlines()[-1] == ("solarserv: error: --redis-url='redis://127.0.0.1:notaport/0': "
                                                      "the port must be a number from 1 to 65535")
     assert "Traceback" not in log_path.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+@pytest.mark.parametrize("answering", [True, False], ids=["redis-answers", "nothing-listens"])
+def test_serve_logs_at_start_whether_redis_answers(redis_url, data_dir, tmp_path, answering):
+    url = redis_url if answering else f"redis://127.0.0.1:{unused_port()}/0"
+    log_path = tmp_path / "server.log"
+    server = start_solarserv(["--port", "0", "--data-dir", str(data_dir), "--redis-url", url], log_path)
+    try:
+        assert " ready at " in server.stdout.readline()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        server.stdout.close()
+    said = [line.split(": ", 1)[1] for line in log_path.read_text().splitlines() if "solarserv.ratelimit" in line]
+    if answering:
+        assert said == [f"Redis at {url} answers: rate-limit counts are shared with every process using it."]
+    else:
+        assert len(said) == 1 and said[0].startswith(f"Redis at {url} is unreachable (")
 
 
 def test_serving_does_not_import_pandas_where_it_is_installed():

@@ -125,7 +125,7 @@ async def test_limiter_falls_back_to_memory_while_redis_is_down_and_returns_to_i
     caplog.set_level(logging.WARNING, logger="solarserv.ratelimit")
     with RedisServer() as server:
         # No pause between attempts, so the test sees the return at once.
-        limiter = RateLimiter(RedisCounters(server.url), clock=clock, reconnect_interval=0)
+        limiter = RateLimiter(RedisCounters(server.url), clock=clock, recheck_interval=0)
         try:
             assert (await limiter.hit("client", 100)).count == 1
             assert limiter.health()["store"] == "redis" and not limiter.degraded
@@ -155,10 +155,14 @@ class CountingCounters(RedisCounters):
         self.attempts += 1
         return await super().increment(name, window)
 
+    async def ping(self) -> None:
+        self.attempts += 1
+        await super().ping()
+
 
 async def test_an_unreachable_redis_is_tried_once_per_interval_not_per_request(clock):
     shared = CountingCounters(f"redis://127.0.0.1:{unused_port()}/0")  # nothing listens there
-    limiter = RateLimiter(shared, clock=clock, reconnect_interval=3600)
+    limiter = RateLimiter(shared, clock=clock, recheck_interval=3600)
     try:
         decisions = [await limiter.hit("client", 100) for _ in range(20)]
     finally:
@@ -166,6 +170,56 @@ async def test_an_unreachable_redis_is_tried_once_per_interval_not_per_request(c
     assert [decision.count for decision in decisions] == list(range(1, 21))
     assert shared.attempts == 1
     assert limiter.degraded
+
+
+@pytest.mark.redis
+async def test_a_check_finds_redis_gone_and_back_with_no_request_to_count(clock, caplog):
+    caplog.set_level(logging.INFO, logger="solarserv.ratelimit")
+    with RedisServer() as server:
+        limiter = RateLimiter(RedisCounters(server.url), clock=clock, recheck_interval=0)
+        try:
+            assert limiter.health()["redis"] == "not asked yet"
+            await limiter.check_redis()
+            assert limiter.health() == {"store": "redis", "redis": "in use", "redis_url": server.url}
+            server.stop()
+            await limiter.check_redis()
+            assert limiter.degraded and limiter.health()["redis"] == "unreachable"
+            server.start()
+            await limiter.check_redis()
+            assert not limiter.degraded and limiter.health()["redis"] == "in use"
+        finally:
+            await limiter.close()
+    said = [record.getMessage() for record in caplog.records]
+    assert said[0] == f"Redis at {server.url} answers: rate-limit counts are shared with every process using it."
+    assert said[1].startswith(f"Redis at {server.url} is unreachable (")
+    assert said[2:] == [f"Redis at {server.url} is reachable again: rate-limit counts are shared again."]
+
+
+async def test_a_storm_of_checks_asks_an_unreachable_redis_once_per_interval(clock):
+    shared = CountingCounters(f"redis://127.0.0.1:{unused_port()}/0")  # nothing listens there
+    limiter = RateLimiter(shared, clock=clock, recheck_interval=3600)
+    try:
+        await asyncio.gather(*(limiter.check_redis() for _ in range(20)))
+        await limiter.hit("client", 100)
+        await limiter.check_redis()
+    finally:
+        await limiter.close()
+    assert shared.attempts == 1
+    assert limiter.health()["redis"] == "unreachable"
+
+
+@pytest.mark.redis
+async def test_requests_that_reach_redis_spare_it_the_checks(redis_url, clock):
+    shared = CountingCounters(redis_url)
+    limiter = RateLimiter(shared, clock=clock, recheck_interval=3600)
+    try:
+        await limiter.check_redis()
+        await limiter.hit(unique_name(), 100)
+        await asyncio.gather(*(limiter.check_redis() for _ in range(20)))
+    finally:
+        await limiter.close()
+    assert shared.attempts == 2  # the first check, and the request
+    assert limiter.health()["redis"] == "in use"
 
 
 async def test_a_hung_redis_costs_a_request_one_command_timeout_not_two():

@@ -65,8 +65,8 @@ class EquationOfTimeHandler(ApiHandler):
 class HealthHandler(ApiHandler):
     metered = False  # load balancers and monitors probe it: never keyed, never limited
 
-    def get(self) -> None:
-        self.write_json(self.services.health())
+    async def get(self) -> None:
+        self.write_json(await self.services.health())
 
 
 def _decode_json(body: bytes) -> Any:

@@ -53,7 +53,8 @@ class Services:
         ``towns``: the gazetteer's places read before it too, so the workers share them."""
         return cls(settings=settings, pipeline=Pipeline.build(settings, towns), console=console)
 
-    def health(self) -> dict[str, Any]:
+    async def health(self) -> dict[str, Any]:
+        await self.limiter.check_redis()
         return {
             # Degraded: Redis is configured but unreachable, so each process counts requests on its own.
             "status": "degraded" if self.limiter.degraded else "ok",
