@@ -114,14 +114,20 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     finder, gazetteer) is built after the fork, so no two processes share one; modules are imported
     before it, and the gazetteer's places for reverse geocoding read, so the workers share their memory.
     The console secrets are made before it too, so the one login link printed works on every worker.
+    First of all, Redis is asked whether it accepts REDIS_URL: one that refuses it stops the command.
     Each process prints the ready line once it accepts connections (N lines for N workers); the first
     also prints the console line. SIGTERM or SIGINT stops the workers cleanly, then the parent.
     """
     from solarserv.geo.offline import read_towns
+    from solarserv.ratelimit import redis_refusal
     from solarserv.web.app import Services, make_app
     from solarserv.web.console import ConsoleSecrets
 
     _check_data_dir(Path(settings.data_dir))
+    # A Redis that refuses REDIS_URL would not mend by waiting, while every process counted on its own: a
+    # configuration error, refused like a malformed setting. A Redis that is down may come up after us.
+    if settings.redis_url and (refusal := redis_refusal(settings.redis_url)):
+        raise config.SettingsError(refusal)
     spread_connections = settings.processes > 1 and sys.platform == "linux"  # see _worker_sockets
     try:
         sockets = tornado.netutil.bind_sockets(settings.port, settings.host, reuse_port=spread_connections)

@@ -7,6 +7,7 @@ turns counts into decisions and keeps answering on in-process counters while Red
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
@@ -129,6 +130,37 @@ def _redis_key(name: str, window: int) -> str:
     return f"{REDIS_KEY_PREFIX}:{window}:{name}"
 
 
+# What to change when Redis refuses: the log line, and `solarserv serve`'s refusal to start, end with it.
+_REFUSAL_REMEDY = "fix the password, user or database in REDIS_URL, or Redis's access rules"
+
+
+def _refuses(exc: Exception) -> bool:
+    """Whether Redis answered with a refusal: the password or user in REDIS_URL, a database it does not have,
+    its access rules (NOPERM) or a read-only replica. Waiting does not mend these; changing the configuration
+    does. Anything else (no connection, a timeout, Redis still loading its data) is an outage."""
+    return isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError
+                      | redis.exceptions.ResponseError)
+
+
+def redis_refusal(url: str) -> str | None:
+    """Ask Redis at ``url`` once (`solarserv serve` does, before it binds the port or forks): what is wrong
+    when it refuses, else None. An unreachable Redis passes: it may come up after this service, which counts
+    in each process meanwhile. The client lives in an event loop of its own, closed before the fork."""
+
+    async def ask() -> str | None:
+        counters = RedisCounters(url)
+        try:
+            await counters.ping()
+        except (redis.exceptions.RedisError, OSError) as exc:
+            if _refuses(exc):
+                return f"Redis at {counters.where} refuses solarserv ({exc}): {_REFUSAL_REMEDY}"
+        finally:
+            await counters.close()
+        return None
+
+    return asyncio.run(ask())
+
+
 def redacted(url: str) -> str:
     """The Redis URL without user, password or the rest of its query (which may hold a password): fit for logs.
     A socket's database is kept: unix:// URLs can only give it as ``?db=`` (config refuses one elsewhere)."""
@@ -185,7 +217,7 @@ class RateLimiter:
         self._clock = clock
         self._recheck_interval = recheck_interval
         self._answered = False  # Redis has answered this process at least once
-        self._unreachable_since: float | None = None  # wall-clock time of the failure, for /healthz
+        self._failure: _Failure | None = None  # why requests are counted in this process, for /healthz
         self._next_check = 0.0  # monotonic time until which what was last learnt of Redis holds
 
     @classmethod
@@ -194,8 +226,8 @@ class RateLimiter:
 
     @property
     def degraded(self) -> bool:
-        """Redis is configured but unreachable: counting in-process."""
-        return self._unreachable_since is not None
+        """Redis is configured but unreachable or refusing: counting in-process."""
+        return self._failure is not None
 
     async def hit(self, name: str, limit: int) -> Decision:
         """Count one request by ``name`` and decide it against ``limit`` requests per window."""
@@ -221,10 +253,10 @@ class RateLimiter:
     def health(self) -> dict[str, Any]:
         if self._shared is None:
             return {"store": "in-process", "redis": "not configured"}
-        if self.degraded:
-            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._unreachable_since))
-            return {"store": "in-process", "redis": "unreachable", "redis_url": self._shared.where,
-                    "unreachable_since": since}
+        if self._failure is not None:
+            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._failure.since))
+            return {"store": "in-process", "redis": self._failure.state, "redis_url": self._shared.where,
+                    "reason": self._failure.reason, f"{self._failure.state}_since": since}
         # Not asked yet: only while the first check_redis is under way (or before it, in tests).
         return {"store": "redis", "redis": "in use" if self._answered else "not asked yet",
                 "redis_url": self._shared.where}
@@ -264,12 +296,27 @@ class RateLimiter:
         elif not self._answered:
             log.info("Redis at %s answers: rate-limit counts are shared with every process using it.",
                      self._shared.where)
-        self._answered, self._unreachable_since = True, None
+        self._answered, self._failure = True, None
 
     def _lost_redis(self, exc: Exception) -> None:
         self._next_check = time.monotonic() + self._recheck_interval
-        if not self.degraded:
+        state = "misconfigured" if _refuses(exc) else "unreachable"
+        if self._failure is not None and self._failure.state == state:
+            return  # said already
+        if state == "misconfigured":
+            log.error("Redis at %s refuses solarserv (%s): a configuration error, not an outage; %s. Meanwhile "
+                      "requests are counted in this process (each process enforces the limits on its own) and "
+                      "Redis is asked again every %g s.", self._shared.where, exc, _REFUSAL_REMEDY,
+                      self._recheck_interval)
+        else:
             log.warning("Redis at %s is unreachable (%s): counting requests in this process until it "
                         "returns; meanwhile each process enforces the limits on its own.",
                         self._shared.where, exc)
-            self._unreachable_since = time.time()
+        self._failure = _Failure(state, str(exc), time.time())
+
+
+@dataclass(frozen=True)
+class _Failure:
+    state: str  # as /healthz says it: "unreachable" or "misconfigured"
+    reason: str  # Redis's or the connection's error
+    since: float  # wall-clock time

@@ -27,17 +27,20 @@ def unused_port() -> int:
 
 
 class RedisServer:
-    """A throwaway redis-server on a free loopback port, which a test can stop and start again."""
+    """A throwaway redis-server on a free loopback port, which a test can stop and start again. With a
+    ``password``, Redis requires it (requirepass) and ``url`` holds it."""
 
-    def __init__(self) -> None:
+    def __init__(self, password: str | None = None) -> None:
         self.port = unused_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.password = password
+        self.url = f"redis://{f':{password}@' if password else ''}127.0.0.1:{self.port}/0"
         self._process: subprocess.Popen | None = None
 
     def start(self) -> RedisServer:
         self._process = subprocess.Popen(
             [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--loglevel", "warning"],
+             "--appendonly", "no", "--loglevel", "warning",
+             *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis.from_url(self.url)
         try:

@@ -13,7 +13,9 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from urllib.parse import urlsplit
 
+import psutil
 import pytest
 from counters import unused_port
 from servers import start_solarserv
@@ -167,6 +169,28 @@ def test_serve_logs_at_start_whether_redis_answers(redis_url, data_dir, tmp_path
         assert said == [f"Redis at {url} answers: rate-limit counts are shared with every process using it."]
     else:
         assert len(said) == 1 and said[0].startswith(f"Redis at {url} is unreachable (")
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_serve_will_not_start_on_a_redis_that_refuses_the_url(redis_url, data_dir, tmp_path):
+    url = urlsplit(redis_url)._replace(path="/99").geturl()  # Redis has 16 databases unless told otherwise
+    log_path = tmp_path / "server.log"
+    server = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir), "--redis-url", url],
+                             log_path)
+    try:
+        assert server.stdout.readline() == ""  # no worker printed a ready line: it stopped without serving
+        assert server.wait(timeout=60) == 2
+    finally:
+        if server.poll() is None:
+            for worker in psutil.Process(server.pid).children():
+                worker.kill()
+        server.kill()
+        server.wait(timeout=30)
+        server.stdout.close()
+    assert log_path.read_text().splitlines() == [
+        f"solarserv: SettingsError: Redis at {url} refuses solarserv (DB index is out of range): fix the password, user or "
+        "database in REDIS_URL, or Redis's access rules"]
 
 
 def test_serving_does_not_import_pandas_where_it_is_installed():

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import socket
 import uuid
+from urllib.parse import urlsplit
 
 import pytest
 import redis.asyncio
@@ -193,6 +194,52 @@ async def test_a_check_finds_redis_gone_and_back_with_no_request_to_count(clock,
     assert said[0] == f"Redis at {server.url} answers: rate-limit counts are shared with every process using it."
     assert said[1].startswith(f"Redis at {server.url} is unreachable (")
     assert said[2:] == [f"Redis at {server.url} is reachable again: rate-limit counts are shared again."]
+
+
+@pytest.fixture(scope="module")
+def redis_with_a_password():
+    with RedisServer(password="s3cret") as server:
+        yield server
+
+
+@pytest.fixture(params=["no password", "wrong password", "database out of range"])
+def refused(request) -> tuple[str, str]:
+    """(REDIS_URL, part of Redis's answer) for each way a Redis that answers can refuse solarserv."""
+    if request.param == "database out of range":
+        return urlsplit(request.getfixturevalue("redis_url"))._replace(path="/99").geturl(), "DB index is out of range"
+    port = request.getfixturevalue("redis_with_a_password").port
+    if request.param == "no password":
+        return f"redis://127.0.0.1:{port}/0", "authenticated"
+    return f"redis://:wrong@127.0.0.1:{port}/0", "invalid username-password pair"
+
+
+@pytest.mark.redis
+async def test_a_redis_that_refuses_the_url_is_misconfigured_not_unreachable(refused, clock, caplog):
+    url, said = refused
+    limiter = RateLimiter(RedisCounters(url), clock=clock, recheck_interval=0)
+    try:
+        await limiter.check_redis()
+        assert [(await limiter.hit("client", 100)).count for _ in range(2)] == [1, 2]  # counted in this process
+    finally:
+        await limiter.close()
+    health = limiter.health()
+    assert limiter.degraded and health["store"] == "in-process" and health["redis"] == "misconfigured"
+    assert said in health["reason"] and "misconfigured_since" in health
+    logged = [record for record in caplog.records if record.name == "solarserv.ratelimit"]
+    assert [record.levelname for record in logged] == ["ERROR"]  # once, though Redis was asked three times
+    assert logged[0].getMessage().startswith(
+        f"Redis at {redacted(url)} refuses solarserv ({health['reason']}): a configuration error, not an outage; "
+        "fix the password, user or database in REDIS_URL, or Redis's access rules.")
+
+
+@pytest.mark.redis
+async def test_redis_with_the_right_password_is_in_use(redis_with_a_password, clock):
+    limiter = RateLimiter(RedisCounters(redis_with_a_password.url), clock=clock)
+    try:
+        await limiter.check_redis()
+    finally:
+        await limiter.close()
+    assert limiter.health()["redis"] == "in use"
 
 
 async def test_a_storm_of_checks_asks_an_unreachable_redis_once_per_interval(clock):

@@ -56,7 +56,7 @@ class Services:
     async def health(self) -> dict[str, Any]:
         await self.limiter.check_redis()
         return {
-            # Degraded: Redis is configured but unreachable, so each process counts requests on its own.
+            # Degraded: Redis is configured but unreachable or refusing, so each process counts on its own.
             "status": "degraded" if self.limiter.degraded else "ok",
             "version": solarserv.__version__,
             "ephemeris": self.pipeline.engine.name,
