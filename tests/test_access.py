@@ -3,7 +3,9 @@ both modes, the rate-limit headers on every answer, shared counts across process
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import http.client
 import json
 import logging
 import subprocess
@@ -176,6 +178,36 @@ async def test_unknown_paths_are_counted_and_carry_the_rate_limit_headers(api, l
     assert int(over.headers["Retry-After"]) == over.json()["error"]["retry_after"]
     assert (await api(PARIS_GET)).status == 429  # one count per client, whatever it asks for
     assert await limiter.current_counts(["ip:127.0.0.1"]) == {"ip:127.0.0.1": ANON_RPM + 2}
+
+
+@pytest.mark.parametrize("overrides", [{"api_key_required": True}])
+async def test_refusals_leave_a_keep_alive_connection_open_for_the_next_request(api, keys, http_server_port,
+                                                                                 overrides):
+    key = keys.create("Acme", "free").key
+    requests = [("POST", {}), ("GET", {}), ("POST", {}), ("POST", {}), ("POST", {"X-API-Key": key})]
+
+    def on_one_connection() -> list[tuple[int, str | None, tuple]]:
+        connection = http.client.HTTPConnection("127.0.0.1", http_server_port[1], timeout=30)
+        answers = []
+        try:
+            for method, headers in requests:
+                if method == "POST":
+                    connection.request("POST", "/api/v1/solar-time", body=json.dumps(PARIS),
+                                       headers={"Content-Type": "application/json", **headers})
+                else:
+                    connection.request("GET", PARIS_GET, headers=headers)
+                address = connection.sock.getsockname()
+                response = connection.getresponse()
+                response.read()
+                answers.append((response.status, response.getheader("Connection"), address))
+        finally:
+            connection.close()
+        return answers
+
+    answers = await asyncio.get_running_loop().run_in_executor(None, on_one_connection)
+    assert [status for status, _, _ in answers] == [401, 401, 401, 429, 200]
+    assert {closing for _, closing, _ in answers} == {None}
+    assert len({address for _, _, address in answers}) == 1  # every request went over the first connection
 
 
 async def test_head_is_get_without_the_body_and_counts_like_it(api, keys):

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solarserv.pipeline import Pipeline
+from solarserv.web.api import MAX_BODY_BYTES
 from solarserv.web.app import Services, make_app
 
 PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
@@ -89,6 +90,20 @@ def test_chunked_body_over_16_kib_is_refused_with_an_envelope(live_server):
                            headers={"Content-Type": "application/json"}, encode_chunked=True)
         response = connection.getresponse()
         assert response.status == 413
+        assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
+    finally:
+        connection.close()
+
+
+def test_a_body_declared_too_large_is_refused_unread_and_the_answer_says_the_connection_closes(live_server):
+    connection = http.client.HTTPConnection(urlsplit(live_server).netloc, timeout=30)
+    try:
+        connection.putrequest("POST", "/api/v1/solar-time")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Content-Length", str(MAX_BODY_BYTES + 1))
+        connection.endheaders()  # and no body: the answer must not wait for it
+        response = connection.getresponse()
+        assert response.status == 413 and response.getheader("Connection") == "close"
         assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
     finally:
         connection.close()
