@@ -224,7 +224,8 @@ async def test_head_is_get_without_the_body_and_counts_like_it(api, keys):
     assert health.status == 200 and int(health.headers["Content-Length"]) > 0
 
 
-async def test_a_key_store_too_busy_to_look_up_the_key_is_503_with_retry_after(api, keys, monkeypatch, caplog):
+async def test_a_key_store_too_busy_to_look_up_the_key_is_503_counted_per_client_ip(api, keys, limiter, monkeypatch,
+                                                                                     caplog):
     # In WAL mode a read waits for no writer; it meets a busy database only in rare moments (another
     # process recovering the log after a crash) that a test cannot bring about, so the store says so here.
     def busy(key: str) -> None:
@@ -232,10 +233,18 @@ async def test_a_key_store_too_busy_to_look_up_the_key_is_503_with_retry_after(a
                            "moment.")
 
     monkeypatch.setattr(keys, "active_key", busy)
-    for reply in (await api(PARIS_GET, headers={"X-API-Key": UNKNOWN_KEY}),
-                  await api("/nope", headers={"X-API-Key": UNKNOWN_KEY})):
-        assert reply.status == 503 and reply.json()["error"]["code"] == "SERVICE_BUSY"
+    with_key = {"X-API-Key": UNKNOWN_KEY}
+    replies = [await api(PARIS_GET, headers=with_key),
+               await api("/api/v1/solar-time", "POST", PARIS, headers=with_key),
+               await api("/nope", headers=with_key),  # 404 whatever the key, as always
+               await api(PARIS_GET, headers=with_key)]
+    assert [reply.status for reply in replies] == [503, 503, 404, 429]
+    for reply in replies[:2]:
+        assert reply.json()["error"]["code"] == "SERVICE_BUSY"
         assert reply.headers["Retry-After"] == str(reply.json()["error"]["retry_after"]) == "1"
+    assert [limits(reply)[:2] for reply in replies] == [(ANON_RPM, 2), (ANON_RPM, 1), (ANON_RPM, 0), (ANON_RPM, 0)]
+    assert not any("X-API-Key-Status" in reply.headers for reply in replies)  # not known to be invalid
+    assert await limiter.current_counts(["ip:127.0.0.1"]) == {"ip:127.0.0.1": 4}
     assert "locked by another process's write" in caplog.text and "Traceback" not in caplog.text
 
 

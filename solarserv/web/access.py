@@ -13,22 +13,28 @@ The one place in the request path where identity and limits are decided. ``ApiHa
 | true             | valid               | allowed, counted per key                                      |
 
 A request over its limit is 429 RATE_LIMIT_EXCEEDED, before any 401: a client hammering with bad keys
-is slowed down like any other.
+is slowed down like any other. A key the store is too busy to look up is counted per client IP, and the
+request answered 503 SERVICE_BUSY (when within that limit), with the rate-limit headers like any answer.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 import tornado.httputil
 
 from solarserv.errors import ApiError
-from solarserv.keys import ApiKey
+from solarserv.keys import ApiKey, KeyStoreBusy
 from solarserv.ratelimit import Decision
 
+log = logging.getLogger("solarserv.web")
+
 API_KEY_HEADER = "X-API-Key"
+# A client's next try after the key store was busy: another process held its lock longer than a server waits.
+BUSY_RETRY_SECONDS = 1
 
 
 @dataclass(frozen=True)
@@ -46,19 +52,28 @@ class Admission:
 async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> Admission:
     settings = services.settings
     supplied = request.headers.get(API_KEY_HEADER, "").strip()
-    key = services.keys.active_key(supplied) if supplied else None
+    busy: KeyStoreBusy | None = None
+    try:
+        key = services.keys.active_key(supplied) if supplied else None
+    except KeyStoreBusy as exc:
+        # Another process's write holds the store: one line, not a traceback. The key stays unknown, so the
+        # request is counted per client IP, and the key is not called invalid.
+        log.warning("%s %s: %s", request.method, request.path, exc)
+        key, busy = None, exc
     if key is not None:
         decision = await services.limiter.hit(key_counter(key), key.rpm)
     else:
         decision = await services.limiter.hit(ip_counter(client_ip(request, settings.trust_proxy)),
                                               settings.anon_rpm)
     headers = decision.headers()
-    if supplied and key is None:
+    if supplied and key is None and busy is None:
         # With enforcement off the request still passes on per-IP limits; say so, so a typo is not silent.
         headers["X-API-Key-Status"] = "invalid"
     if not decision.allowed:
         headers["Retry-After"] = str(decision.retry_after)
         return Admission(headers, _rate_limited(decision))
+    if busy is not None:
+        return Admission(headers, _busy())
     if settings.api_key_required and key is None:
         return Admission(headers, _invalid_key() if supplied else _missing_key())
     return Admission(headers)
@@ -97,6 +112,11 @@ def _rate_limited(decision: Decision) -> ApiError:
                     f"Rate limit of {decision.limit} requests per minute exceeded; retry in {wait} "
                     f"second{'' if wait == 1 else 's'}.",
                     retry_after=wait)
+
+
+def _busy() -> ApiError:
+    return ApiError("SERVICE_BUSY", 503, "The API key store is busy with another process's write; retry in a moment.",
+                    retry_after=BUSY_RETRY_SECONDS)
 
 
 def _missing_key() -> ApiError:

@@ -18,9 +18,6 @@ from solarserv.web import access
 
 log = logging.getLogger("solarserv.web")
 
-# A client's next try after the key store was busy: another process held its lock longer than a server waits.
-BUSY_RETRY_SECONDS = 1
-
 _HTTP_CODES = {
     400: "INVALID_REQUEST",
     404: "NOT_FOUND",
@@ -64,7 +61,7 @@ class BaseHandler(tornado.web.RequestHandler):
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         if isinstance(value, KeyStoreBusy):
-            # Answered 503 "try again" (see the write_error methods): another process's doing, not a fault.
+            # Answered 503 "try again" (the console's write_error): another process's doing, not a fault.
             log.warning("%s %s → 503: %s", self.request.method, self.request.path, value)
         else:
             super().log_exception(typ, value, tb)
@@ -135,9 +132,6 @@ def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
     exception = exc_info[1] if exc_info else None
     if isinstance(exception, ApiError):
         return exception
-    if isinstance(exception, KeyStoreBusy):  # looking up the request's API key
-        return ApiError("SERVICE_BUSY", 503, "The API key store is busy with another process's write; retry in "
-                                             "a moment.", retry_after=BUSY_RETRY_SECONDS)
     if isinstance(exception, tornado.web.HTTPError) and exception.status_code < 500:
         code = _HTTP_CODES.get(exception.status_code, f"HTTP_{exception.status_code}")
         return ApiError(code, exception.status_code, exception.log_message or exception.reason

@@ -34,8 +34,8 @@ import tornado.httputil
 import tornado.web
 
 from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStoreBusy, KeyStoreError
-from solarserv.web.access import client_ip, key_counter
-from solarserv.web.base import BUSY_RETRY_SECONDS, BaseHandler
+from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, key_counter
+from solarserv.web.base import BaseHandler
 
 CONSOLE_PATH = "/console"
 LOGIN_PATH = "/console/login"
