@@ -189,8 +189,8 @@ def test_serve_will_not_start_on_a_redis_that_refuses_the_url(redis_url, data_di
         server.wait(timeout=30)
         server.stdout.close()
     assert log_path.read_text().splitlines() == [
-        f"solarserv: SettingsError: Redis at {url} refuses solarserv (DB index is out of range): fix the password, user or "
-        "database in REDIS_URL, or Redis's access rules"]
+        f"solarserv: SettingsError: Redis at {url} refuses solarserv (DB index is out of range): fix the password, "
+        "user or database in REDIS_URL, or Redis's access rules"]
 
 
 def test_serving_does_not_import_pandas_where_it_is_installed():
