@@ -88,11 +88,13 @@ PHOTON_REVERSE = {(48.8584, 2.2945): photon_feature("Paris", 48.8534951, 2.34839
 
 
 class FakeProvider(tornado.web.RequestHandler):
-    """Answers by the query text; "slow" never answers in time, "broken" fails with HTTP 500."""
+    """Answers by the query text; "slow" never answers in time, "broken" fails with HTTP 500. While a test
+    sets `odd["body"]` (the `odd_answer` fixture), every answer is that text."""
 
-    def initialize(self, answer: Any, requests: list) -> None:
+    def initialize(self, answer: Any, requests: list, odd: dict) -> None:
         self.answer = answer
         self.requests = requests
+        self.odd = odd
 
     async def get(self) -> None:
         self.requests.append((self.request.path, dict(self.request.query_arguments),
@@ -103,7 +105,7 @@ class FakeProvider(tornado.web.RequestHandler):
         if query == "broken":
             raise tornado.web.HTTPError(500)
         self.set_header("Content-Type", "application/json")
-        self.write(json.dumps(self.answer(self)))
+        self.write(self.odd["body"] if "body" in self.odd else json.dumps(self.answer(self)))
 
 
 def nominatim_search(handler):
@@ -129,7 +131,8 @@ def photon_reverse(handler):
 def provider_server():
     """Nominatim at /nominatim/…, Photon at /photon/…, on a loopback port, served from a thread."""
     requests: list = []
-    routes = [(path, FakeProvider, {"answer": answer, "requests": requests}) for path, answer in (
+    odd: dict = {}
+    routes = [(path, FakeProvider, {"answer": answer, "requests": requests, "odd": odd}) for path, answer in (
         ("/nominatim/search", nominatim_search), ("/nominatim/reverse", nominatim_reverse),
         ("/photon/api", photon_search), ("/photon/reverse", photon_reverse))]
     started, state = threading.Event(), {}
@@ -152,9 +155,17 @@ def provider_server():
     thread = threading.Thread(target=serve, name="fake-geocoder", daemon=True)
     thread.start()
     assert started.wait(10)
-    yield {"domain": f"127.0.0.1:{state['port']}", "requests": requests}
+    yield {"domain": f"127.0.0.1:{state['port']}", "requests": requests, "odd": odd}
     state["loop"].call_soon_threadsafe(state["loop"].stop)
     thread.join(5)
+
+
+@pytest.fixture
+def odd_answer(provider_server):
+    """Makes the provider answer every request with the text given, until the test ends."""
+    odd = provider_server["odd"]
+    yield lambda body: odd.update(body=body)
+    odd.clear()
 
 
 def geocoder_for(provider_server, name: str, **changes: Any) -> OnlineGeocoder:
@@ -240,6 +251,45 @@ def test_a_failing_provider_is_a_logged_503(nominatim, caplog, query, said):
     assert f"The place-name geocoder (nominatim) gave {said}." in error.message
     assert "send latitude and longitude instead" in error.message
     assert "geocoder nominatim" in caplog.text
+
+
+# 200 answers of JSON that geopy or our reading cannot use: geopy parses inside its call (AttributeError on
+# [1, 2], KeyError on a Photon answer without "features", ValueError on a "lat" of "abc").
+UNEXPECTED_SHAPES = [
+    ("nominatim", "[1, 2]"), ("nominatim", '"hello"'), ("nominatim", '{"foo": 1}'),
+    pytest.param("nominatim", json.dumps([{**PARIS_TX, "lat": "abc"}]), id="nominatim-lat-abc"),
+    pytest.param("nominatim", json.dumps([{**PARIS_TX, "address": ["Texas"]}]), id="nominatim-address-list"),
+    ("photon", "[1, 2]"), ("photon", '"hello"'), ("photon", '{"foo": 1}'), ("photon", "[]"), ("photon", "null"),
+    ("photon", '{"features": [1]}'),
+    pytest.param("photon", json.dumps({"features": [{**PHOTON_SEARCH["Berlin"][0],
+                                                     "geometry": {"coordinates": ["a", "b"]}}]}),
+                 id="photon-coordinates-ab"),
+]
+
+
+@pytest.mark.parametrize("name,body", UNEXPECTED_SHAPES)
+def test_an_answer_of_an_unexpected_shape_is_a_503_logged_in_one_line(provider_server, odd_answer, caplog, name,
+                                                                       body):
+    odd_answer(body)
+    error = refusal(geocoder_for(provider_server, name), "Berlin")
+    assert (error.code, error.status) == ("GEOCODER_UNAVAILABLE", 503)
+    assert f"The place-name geocoder ({name}) gave an answer it could not read." in error.message
+    [record] = caplog.records
+    assert record.levelname == "WARNING" and record.exc_info is None and "\n" not in record.getMessage()
+
+
+@pytest.mark.parametrize("name,body", UNEXPECTED_SHAPES)
+def test_an_answer_of_an_unexpected_shape_leaves_coordinates_undescribed(provider_server, odd_answer, name, body):
+    odd_answer(body)
+    assert asyncio.run(geocoder_for(provider_server, name).describe(48.8584, 2.2945)) is None
+
+
+def test_an_unreadable_body_is_logged_in_one_short_line(nominatim, odd_answer, caplog):
+    odd_answer("<html>\n<body>\nMaintenance " + "x" * 5000 + "\n</body></html>")
+    assert refusal(nominatim, "Berlin").code == "GEOCODER_UNAVAILABLE"
+    [record] = caplog.records
+    assert "GeocoderParseError" in record.getMessage() and "Maintenance" in record.getMessage()
+    assert "\n" not in record.getMessage() and len(record.getMessage()) < 500
 
 
 def test_an_unreachable_provider_is_503(provider_server):

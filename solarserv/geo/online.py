@@ -9,12 +9,11 @@ call runs in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from geopy.adapters import URLLibAdapter
 from geopy.exc import GeocoderRateLimited, GeocoderTimedOut, GeopyError
@@ -33,6 +32,7 @@ log = logging.getLogger("solarserv.geo")
 DEFAULT_USER_AGENT = f"solarserv/{solarserv.__version__}"
 # Ask for more hits than a 409 shows, so the ambiguity rules see places beyond the provider's top few.
 HITS_PER_QUERY = 2 * MAX_CANDIDATES
+Result = TypeVar("Result")
 
 
 class NominatimProvider:
@@ -134,13 +134,7 @@ class OnlineGeocoder:
 
     async def locate(self, place_name: str) -> Located:
         asked = tidy(place_name)
-        # The provider applies qualifiers itself ("Paris, Texas"); the name before them decides
-        # whether a hit matched a place's own name or another of its names.
-        asked_name = fold(split_qualifiers(asked)[0])
-        hits = await self._ask(self.provider.search, asked)
-        with self._reading():
-            matches = [Match(self.provider.place(hit), by_own_name=asked_name in self.provider.own_names(hit))
-                       for hit in hits]
+        matches = await self._ask(self._matches, asked)
         if not matches:
             raise not_found(asked)
         return choose(asked, matches)
@@ -149,38 +143,56 @@ class OnlineGeocoder:
         """The provider's town for the point; None when it has none or fails (display only: the
         request goes on with the coordinates)."""
         try:
-            hit = await self._ask(self.provider.reverse, latitude, longitude)
-            if hit is None:
-                return None
-            with self._reading():
-                town = self.provider.place(hit)
+            town = await self._ask(self._town, latitude, longitude)
         except ApiError:
+            return None
+        if town is None:
             return None
         return Place(display_name=town.display_name, latitude=latitude, longitude=longitude,
                      country_code=town.country_code)
 
-    async def _ask(self, call: Any, *args: Any) -> Any:
-        """One provider call in a worker thread; its failures become 503 GEOCODER_UNAVAILABLE."""
-        try:
-            return await asyncio.get_running_loop().run_in_executor(None, functools.partial(call, *args))
-        except GeopyError as exc:
-            log.warning("geocoder %s failed: %s: %s", self.name, type(exc).__name__, exc)
-            raise _unavailable(self.name, _failure_kind(exc)) from None
+    def _matches(self, asked: str) -> list[Match]:
+        # The provider applies qualifiers itself ("Paris, Texas"); the name before them decides
+        # whether a hit matched a place's own name or another of its names.
+        asked_name = fold(split_qualifiers(asked)[0])
+        return [Match(self.provider.place(hit), by_own_name=asked_name in self.provider.own_names(hit))
+                for hit in self.provider.search(asked)]
 
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[None]:
-        """Reading the provider's JSON: an answer of an unexpected shape is the provider's failure too."""
+    def _town(self, latitude: float, longitude: float) -> Place | None:
+        hit = self.provider.reverse(latitude, longitude)
+        return None if hit is None else self.provider.place(hit)
+
+    async def _ask(self, read: Callable[..., Result], *args: Any) -> Result:
+        """`read`, a provider call and the reading of its answer, in a worker thread. Either failing
+        becomes 503 GEOCODER_UNAVAILABLE, logged as one warning line: geopy parses the JSON inside the
+        call, so an answer of an unexpected shape fails there as often as in our reading."""
         try:
-            yield
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            log.warning("geocoder %s answered in an unexpected shape: %r", self.name, exc)
+            return await asyncio.get_running_loop().run_in_executor(None, functools.partial(read, *args))
+        except GeopyError as exc:
+            log.warning("geocoder %s failed: %s: %s", self.name, type(exc).__name__, _one_line(str(exc)))
+            raise _unavailable(self.name, _failure_kind(exc)) from None
+        except _UNEXPECTED_SHAPE as exc:
+            log.warning("geocoder %s answered in an unexpected shape: %s", self.name, _one_line(repr(exc)))
             raise _unavailable(self.name, "an answer it could not read") from None
+
+
+# What reading JSON of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
+# .get, {"foo": 1} no "features", a "lat" of "abc" is no float, a hit without coordinates no Location.
+_UNEXPECTED_SHAPE = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+# Enough of a failure's text to tell what went wrong; geopy puts a whole unreadable body (an HTML
+# page) into its message.
+_LOGGED_CHARACTERS = 300
 
 
 def _unavailable(provider: str, what: str) -> ApiError:
     return ApiError("GEOCODER_UNAVAILABLE", 503,
                     f"The place-name geocoder ({provider}) gave {what}. Try again later, or send latitude "
                     f"and longitude instead of place_name.")
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _LOGGED_CHARACTERS else text[:_LOGGED_CHARACTERS] + " …"
 
 
 def _failure_kind(exc: GeopyError) -> str:
