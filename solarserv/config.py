@@ -83,6 +83,36 @@ def _log_level(text: str) -> str:
     return level
 
 
+def _one_of(*choices: str) -> Callable[[str], str]:
+    """A parser that takes any of `choices`, in any case."""
+
+    def parse(text: str) -> str:
+        chosen = text.strip().lower()
+        if chosen not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, got {text!r}")
+        return chosen
+
+    return parse
+
+
+# "offline", then the online providers of solarserv.geo.online (a test keeps the two lists equal; geopy is
+# not imported to check a setting).
+GEOCODERS = ("offline", "nominatim", "photon")
+
+
+# Host (a name, an IPv4 address or a bracketed IPv6 one), optional port, optional path: what geopy puts after
+# "scheme://". A URL here would be asked for at "https://http://…" and fail on every request.
+_GEOCODER_DOMAIN = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:[0-9]{1,5})?(/[^\s?#]*)?", re.IGNORECASE)
+
+
+def _geocoder_domain(text: str) -> str:
+    if "://" in text:
+        raise ValueError("must be host[:port][/path] without a scheme (GEOCODER_SCHEME=http for plain HTTP)")
+    if not _GEOCODER_DOMAIN.fullmatch(text):
+        raise ValueError("must be host[:port][/path], e.g. nominatim.example.org or localhost:8080/nominatim")
+    return text
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str  # attribute on Settings
@@ -114,11 +144,11 @@ SETTINGS: tuple[Setting, ...] = (
             "console cookie's Secure flag)."),
     Setting("anon_rpm", "ANON_RPM", "--anon-rpm", _positive_int, 60,
             "Anonymous requests per minute per client IP."),
-    Setting("geocoder", "GEOCODER", "--geocoder", str, "offline",
+    Setting("geocoder", "GEOCODER", "--geocoder", _one_of(*GEOCODERS), "offline",
             "Place-name geocoder: offline (embedded gazetteer), nominatim or photon (online, via geopy)."),
-    Setting("geocoder_domain", "GEOCODER_DOMAIN", "--geocoder-domain", str, None,
-            "Host[:port] of the online geocoder; unset: the provider's public service."),
-    Setting("geocoder_scheme", "GEOCODER_SCHEME", None, str, "https",
+    Setting("geocoder_domain", "GEOCODER_DOMAIN", "--geocoder-domain", _geocoder_domain, None,
+            "Host[:port][/path] of the online geocoder, without a scheme; unset: the provider's public service."),
+    Setting("geocoder_scheme", "GEOCODER_SCHEME", None, _one_of("http", "https"), "https",
             "http or https for the online geocoder."),
     Setting("geocoder_user_agent", "GEOCODER_USER_AGENT", None, str, None,
             "User-Agent sent to the online geocoder (Nominatim's usage policy asks for one that names your "

@@ -21,7 +21,6 @@ from geopy.geocoders import Nominatim, Photon
 from geopy.location import Location as GeopyLocation
 
 import solarserv
-from solarserv.config import SettingsError
 from solarserv.errors import ApiError
 from solarserv.geo import Located
 from solarserv.geo.matching import MAX_CANDIDATES, Match, choose, fold, not_found, split_qualifiers, tidy
@@ -117,11 +116,7 @@ class OnlineGeocoder:
 
     @classmethod
     def from_settings(cls, settings: Any) -> OnlineGeocoder:
-        provider = PROVIDERS.get(settings.geocoder)
-        if provider is None:
-            raise SettingsError(f"GEOCODER={settings.geocoder!r}: expected offline, {', '.join(PROVIDERS)}")
-        if settings.geocoder_scheme not in ("http", "https"):
-            raise SettingsError(f"GEOCODER_SCHEME={settings.geocoder_scheme!r}: expected http or https")
+        provider = PROVIDERS[settings.geocoder]  # config.load has checked the name and the scheme
         return cls(provider(
             # urllib: one attempt per call, so GEOCODER_TIMEOUT bounds the wait (geopy's requests adapter
             # retries twice on a read timeout, tripling it).

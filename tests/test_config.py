@@ -1,0 +1,45 @@
+"""Settings are parsed and checked when they are loaded: a wrong value is one line naming the variable or
+flag, before `solarserv serve` binds its port or forks."""
+
+from __future__ import annotations
+
+import pytest
+
+from solarserv import cli, config
+
+
+@pytest.mark.parametrize("environ,said", [
+    ({"GEOCODER": "google"}, "GEOCODER='google': must be one of offline, nominatim, photon, got 'google'"),
+    ({"GEOCODER_SCHEME": "ftp"}, "GEOCODER_SCHEME='ftp': must be one of http, https, got 'ftp'"),
+    ({"GEOCODER_DOMAIN": "http://127.0.0.1:18141/nominatim"},
+     "GEOCODER_DOMAIN='http://127.0.0.1:18141/nominatim': must be host[:port][/path] without a scheme "
+     "(GEOCODER_SCHEME=http for plain HTTP)"),
+    ({"GEOCODER_DOMAIN": "nominatim.example.org:80a"}, "GEOCODER_DOMAIN='nominatim.example.org:80a': must be"),
+    ({"GEOCODER_DOMAIN": "nominatim.example.org/search?q=x"}, "GEOCODER_DOMAIN="),
+    ({"GEOCODER_DOMAIN": "my host"}, "GEOCODER_DOMAIN="),
+], ids=["geocoder", "scheme", "domain-a-url", "domain-port", "domain-query", "domain-space"])
+def test_a_wrong_geocoder_setting_is_refused_naming_it(environ, said):
+    with pytest.raises(config.SettingsError) as refused:
+        config.load(environ=environ)
+    assert str(refused.value).startswith(said)
+
+
+def test_geocoder_settings_that_load():
+    settings = config.load(environ={"GEOCODER": "Nominatim", "GEOCODER_SCHEME": "HTTP",
+                                    "GEOCODER_DOMAIN": "127.0.0.1:8080/nominatim"})
+    assert (settings.geocoder, settings.geocoder_scheme, settings.geocoder_domain) == (
+        "nominatim", "http", "127.0.0.1:8080/nominatim")
+    for domain in ("nominatim.example.org", "[::1]:2322", "photon.example.org/photon/"):
+        assert config.load(environ={"GEOCODER_DOMAIN": domain}).geocoder_domain == domain
+
+
+@pytest.mark.parametrize("arguments", [["--geocoder", "google"], ["--geocoder-domain", "https://photon.komoot.io"]])
+def test_serve_with_a_wrong_geocoder_setting_stops_in_one_line(capsys, monkeypatch, tmp_path, arguments):
+    # Were the setting let through, the test fails here rather than serving (and forking) inside pytest.
+    monkeypatch.setattr(cli, "serve", lambda settings, args: pytest.fail("serve ran with a wrong setting"))
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", "--processes", "2", "--data-dir", str(tmp_path), *arguments])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert error.splitlines()[-1].startswith(f"solarserv: error: {arguments[0]}=")
+    assert "Traceback" not in error
