@@ -8,6 +8,7 @@ import dataclasses
 import json
 import socket
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ import tornado.web
 from solarserv import config
 from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder
-from solarserv.geo.online import PROVIDERS, OnlineGeocoder, _population
+from solarserv.geo.online import PROVIDER_THREADS, PROVIDERS, OnlineGeocoder, _population
 
 LICENCE = "Data © OpenStreetMap contributors, ODbL 1.0. http://osm.org/copyright"
 
@@ -88,7 +89,8 @@ PHOTON_REVERSE = {(48.8584, 2.2945): photon_feature("Paris", 48.8534951, 2.34839
 
 
 class FakeProvider(tornado.web.RequestHandler):
-    """Answers by the query text; "slow" never answers in time, "broken" fails with HTTP 500. While a test
+    """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
+    "broken" fails with HTTP 500. While a test
     sets `odd["body"]` (the `odd_answer` fixture), every answer is that text."""
 
     def initialize(self, answer: Any, requests: list, odd: dict) -> None:
@@ -102,6 +104,14 @@ class FakeProvider(tornado.web.RequestHandler):
         query = self.get_query_argument("q", "")
         if query == "slow":
             await asyncio.sleep(3)
+        if query == "drip":  # the headers at once, then a byte every 0.2 s for 4 s: no single read waits long
+            body = b" " * 18 + b"[]"
+            self.set_header("Content-Length", str(len(body)))
+            for byte in body:
+                self.write(bytes([byte]))
+                await self.flush()
+                await asyncio.sleep(0.2)
+            return
         if query == "broken":
             raise tornado.web.HTTPError(500)
         self.set_header("Content-Type", "application/json")
@@ -290,6 +300,33 @@ def test_an_unreadable_body_is_logged_in_one_short_line(nominatim, odd_answer, c
     [record] = caplog.records
     assert "GeocoderParseError" in record.getMessage() and "Maintenance" in record.getMessage()
     assert "\n" not in record.getMessage() and len(record.getMessage()) < 500
+
+
+def test_the_timeout_bounds_an_answer_that_drips_in(nominatim, caplog):
+    started = time.monotonic()
+    error = refusal(nominatim, "drip")  # no read waits 0.5 s, the whole answer takes 4 s
+    assert error.code == "GEOCODER_UNAVAILABLE" and "gave no answer in time" in error.message
+    assert time.monotonic() - started < 2.5
+    assert "geocoder nominatim gave no answer in 0.5 s" in caplog.text
+
+
+def test_a_flood_of_slow_calls_is_answered_at_the_timeout_and_leaves_other_work_alone(provider_server):
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_timeout=1.5)
+    calls = 2 * PROVIDER_THREADS  # half of them queue behind the others
+
+    async def flood() -> tuple[list, bool]:
+        asked = [asyncio.ensure_future(geocoder.locate("drip")) for _ in range(calls)]
+        await asyncio.sleep(0)  # every call is in the geocoder's hands
+        # The event loop's shared executor (the equation of time's) is free while the geocoder waits.
+        await asyncio.get_running_loop().run_in_executor(None, lambda: None)
+        waited_for_the_geocoder = any(call.done() for call in asked)
+        return await asyncio.gather(*asked, return_exceptions=True), waited_for_the_geocoder
+
+    started = time.monotonic()
+    answers, waited_for_the_geocoder = asyncio.run(flood())
+    assert not waited_for_the_geocoder
+    assert all(isinstance(answer, ApiError) and answer.code == "GEOCODER_UNAVAILABLE" for answer in answers)
+    assert time.monotonic() - started < 3.5  # the queued calls too: 1.5 s, not 2 × 4 s of dripping
 
 
 def test_an_unreachable_provider_is_503(provider_server):

@@ -9,6 +9,7 @@ call runs in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import re
@@ -31,6 +32,9 @@ log = logging.getLogger("solarserv.geo")
 DEFAULT_USER_AGENT = f"solarserv/{solarserv.__version__}"
 # Ask for more hits than a 409 shows, so the ambiguity rules see places beyond the provider's top few.
 HITS_PER_QUERY = 2 * MAX_CANDIDATES
+# Provider calls running at once, per process. Each mostly waits on the network, so a few threads serve
+# many requests; further calls queue, within their deadline.
+PROVIDER_THREADS = 8
 Result = TypeVar("Result")
 
 
@@ -110,22 +114,28 @@ PROVIDERS = {provider.name: provider for provider in (NominatimProvider, PhotonP
 class OnlineGeocoder:
     ready = True  # nothing to prepare: each request asks the provider
 
-    def __init__(self, provider: NominatimProvider | PhotonProvider) -> None:
+    def __init__(self, provider: NominatimProvider | PhotonProvider, timeout: float) -> None:
         self.provider = provider
         self.name = provider.name
+        self.timeout = timeout
+        # geopy's timeout bounds each read from the socket, not the call: a body dripping a byte a second
+        # keeps a call going long past it. So _ask puts its own deadline on the whole call, queueing
+        # included; a call given up on keeps its thread until its socket gives up, so the calls run in a
+        # pool of their own: a flood of slow ones queues there (and is answered 503 at the deadline)
+        # instead of taking the threads the rest of the service shares (the equation of time's).
+        self._threads = concurrent.futures.ThreadPoolExecutor(PROVIDER_THREADS, f"geocoder-{self.name}")
 
     @classmethod
     def from_settings(cls, settings: Any) -> OnlineGeocoder:
         provider = PROVIDERS[settings.geocoder]  # config.load has checked the name and the scheme
         return cls(provider(
-            # urllib: one attempt per call, so GEOCODER_TIMEOUT bounds the wait (geopy's requests adapter
-            # retries twice on a read timeout, tripling it).
+            # urllib: one attempt per call (geopy's requests adapter retries twice on a read timeout).
             adapter_factory=URLLibAdapter,
             domain=settings.geocoder_domain or provider.default_domain,
             scheme=settings.geocoder_scheme,
             user_agent=settings.geocoder_user_agent or DEFAULT_USER_AGENT,
             timeout=settings.geocoder_timeout,
-        ))
+        ), timeout=settings.geocoder_timeout)
 
     async def locate(self, place_name: str) -> Located:
         asked = tidy(place_name)
@@ -158,11 +168,15 @@ class OnlineGeocoder:
         return None if hit is None else self.provider.place(hit)
 
     async def _ask(self, read: Callable[..., Result], *args: Any) -> Result:
-        """`read`, a provider call and the reading of its answer, in a worker thread. Either failing
-        becomes 503 GEOCODER_UNAVAILABLE, logged as one warning line: geopy parses the JSON inside the
-        call, so an answer of an unexpected shape fails there as often as in our reading."""
+        """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout.
+        Any failure becomes 503 GEOCODER_UNAVAILABLE, logged as one warning line: geopy parses the JSON
+        inside the call, so an answer of an unexpected shape fails there as often as in our reading."""
+        call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
-            return await asyncio.get_running_loop().run_in_executor(None, functools.partial(read, *args))
+            return await asyncio.wait_for(call, self.timeout)
+        except TimeoutError:
+            log.warning("geocoder %s gave no answer in %g s", self.name, self.timeout)
+            raise _unavailable(self.name, "no answer in time") from None
         except GeopyError as exc:
             log.warning("geocoder %s failed: %s: %s", self.name, type(exc).__name__, _one_line(str(exc)))
             raise _unavailable(self.name, _failure_kind(exc)) from None
