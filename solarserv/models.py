@@ -30,7 +30,7 @@ class Place:
     latitude: float
     longitude: float
     country_code: str
-    population: int = 0
+    population: int | None = None  # None: the source gives none (Photon; a Nominatim hit without the tag)
     timezone: str | None = None
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from solarserv import civil as civil_time
 from solarserv import geo
 from solarserv.calculation import calculate
+from solarserv.errors import ApiError
 from solarserv.geo.timezones import TimezoneLocator
 from solarserv.geo.zones import country_at, has_zone
 from solarserv.models import Location, SolarQuery
@@ -64,10 +65,14 @@ class Pipeline:
         return await self._locate_coordinates(query.latitude, query.longitude)
 
     async def _locate_name(self, name: str) -> Location:
-        located = await self.geocoder.locate(name)
+        try:
+            located = await self.geocoder.locate(name)
+        except ApiError as error:
+            if error.code == "AMBIGUOUS_LOCATION":
+                self._give_zones(error.extra["candidates"])
+            raise
         place = located.place
-        zone = place.timezone if place.timezone and has_zone(place.timezone) else (
-            self.timezones.zone_at(place.latitude, place.longitude))
+        zone = self._zone_of(place.timezone, place.latitude, place.longitude)
         return Location(
             place_name=name,
             display_name=place.display_name,
@@ -80,6 +85,20 @@ class Pipeline:
             chosen_among_several=located.chosen_among_several,
             notes=located.notes,
         )
+
+    def _zone_of(self, given: str | None, latitude: float, longitude: float) -> str:
+        """The zone the geocoder gave with a place (the gazetteer's), else the one at its coordinates (an
+        online provider gives none)."""
+        return given if given and has_zone(given) else self.timezones.zone_at(latitude, longitude)
+
+    def _give_zones(self, candidates: list[dict[str, Any]]) -> None:
+        """Each 409 candidate's zone, as the chosen place's would be; None for one at sea (no zone)."""
+        for candidate in candidates:
+            try:
+                candidate["timezone"] = self._zone_of(candidate["timezone"], candidate["latitude"],
+                                                      candidate["longitude"])
+            except ApiError:
+                candidate["timezone"] = None
 
     async def _locate_coordinates(self, latitude: float, longitude: float) -> Location:
         zone = self.timezones.zone_at(latitude, longitude)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime as dt
 import json
 import socket
 import threading
@@ -20,6 +21,8 @@ from solarserv import config
 from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder
 from solarserv.geo.online import PROVIDER_THREADS, PROVIDERS, OnlineGeocoder, _population
+from solarserv.models import SolarQuery
+from solarserv.pipeline import Pipeline
 
 LICENCE = "Data © OpenStreetMap contributors, ODbL 1.0. http://osm.org/copyright"
 
@@ -60,6 +63,10 @@ NOMINATIM_SEARCH = {
                              local_name="Rome"),
              nominatim_place("Lomé", 6.130419, 1.215829, "Togo", "tg", "Maritime", "837437"),
              nominatim_place("Rome", 34.2570461, -85.1646734, "United States", "us", "Georgia", "37713")],
+    "Springfield, US, unknown populations": [
+        nominatim_place("Springfield", 39.7990175, -89.6439575, "United States", "us", "Illinois"),
+        nominatim_place("Springfield", 37.2081729, -93.2922715, "United States", "us", "Missouri"),
+    ],
     "Nowhere at all": [],
     "Unreadable": [{"place_id": 1, "display_name": "Somewhere", "address": {"country_code": "fr"}}],
 }
@@ -178,11 +185,15 @@ def odd_answer(provider_server):
     odd.clear()
 
 
-def geocoder_for(provider_server, name: str, **changes: Any) -> OnlineGeocoder:
+def settings_for(provider_server, name: str, **changes: Any) -> Any:
     settings = dataclasses.replace(
         config.load(environ={}), geocoder=name, geocoder_domain=f"{provider_server['domain']}/{name}",
         geocoder_scheme="http", geocoder_user_agent="solarserv-tests/1 (loopback)", geocoder_timeout=0.5)
-    return build_geocoder(dataclasses.replace(settings, **changes))
+    return dataclasses.replace(settings, **changes)
+
+
+def geocoder_for(provider_server, name: str, **changes: Any) -> OnlineGeocoder:
+    return build_geocoder(settings_for(provider_server, name, **changes))
 
 
 @pytest.fixture
@@ -236,6 +247,14 @@ def test_nominatim_several_in_one_country_gives_the_most_populous(nominatim):
     located = locate(nominatim, "Springfield, US")
     assert located.place.display_name == "Springfield, Missouri, United States"
     assert located.chosen_among_several and "most populous" in located.notes[-1]
+
+
+def test_nominatim_without_populations_says_its_order_ranked(nominatim):
+    located = locate(nominatim, "Springfield, US, unknown populations")
+    assert located.place.population is None and located.chosen_among_several
+    assert located.notes[-1] == (
+        "'Springfield, US, unknown populations' matches 2 places in US; with no populations given, the "
+        "geocoder's order ranked them: its first was taken, Springfield, Illinois, United States.")
 
 
 def test_nominatim_local_name_is_the_places_own_name(nominatim):
@@ -360,9 +379,22 @@ def test_photon_ambiguity_keeps_the_providers_order_and_only_settlements(photon,
     assert path == "/photon/api" and query["osm_tag"] == [b"place"] and query["lang"] == [b"en"]
 
 
+@pytest.mark.parametrize("name,zones_and_populations", [
+    ("nominatim", [("Europe/Paris", 2133111), ("America/Chicago", 24171), ("America/Chicago", 10156)]),
+    ("photon", [("Europe/Paris", None), ("America/Chicago", None)]),  # Photon gives no population
+])
+def test_409_candidates_carry_their_zone_and_no_population_the_provider_does_not_give(provider_server, name,
+                                                                                       zones_and_populations):
+    pipeline = Pipeline.build(settings_for(provider_server, name))
+    with pytest.raises(ApiError) as refused:
+        asyncio.run(pipeline.locate(SolarQuery(dt.date(2026, 7, 14), dt.time(14, 30), place_name="Paris")))
+    candidates = refused.value.extra["candidates"]
+    assert [(c["timezone"], c["population"]) for c in candidates] == zones_and_populations
+
+
 def test_photon_one_place_and_an_exonym(photon):
     berlin = locate(photon, "Berlin").place
-    assert (berlin.display_name, berlin.country_code) == ("Berlin, Germany", "DE")
+    assert (berlin.display_name, berlin.country_code, berlin.population) == ("Berlin, Germany", "DE", None)
     assert (berlin.latitude, berlin.longitude) == (52.5170365, 13.3888599)
     assert locate(photon, "München").notes == ("'München' is another name of Munich, Bavaria, Germany.",)
 
@@ -382,6 +414,6 @@ def test_build_geocoder_picks_the_geocoder_the_settings_name():
 
 
 @pytest.mark.parametrize("tag,population", [("2133111", 2133111), ("2 165 423", 2165423),
-                                            ("155,929", 155929), ("~500", 500), (None, 0), ("unknown", 0)])
+                                            ("155,929", 155929), ("~500", 500), (None, None), ("unknown", None)])
 def test_the_population_tag_is_read_as_a_number(tag, population):
     assert _population(tag) == population

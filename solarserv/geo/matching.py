@@ -81,16 +81,21 @@ def relevant(matches: Iterable[Match]) -> list[Match]:
     is Great Falls, Montana, not Paterson, New Jersey, whose data lists it as a nickname.
     """
     matches = list(matches)
-    biggest_own = max((m.place.population for m in matches if m.by_own_name), default=-1)
-    biggest = max((m.place.population for m in matches), default=0)
+    biggest_own = max((_people(m) for m in matches if m.by_own_name), default=-1)
+    biggest = max((_people(m) for m in matches), default=0)
     # Within a country a place's own name wins: the data's alternate names include nicknames, districts,
     # former names and misspellings ("Waterloo" for Austin, "Newton" for Tallahassee).
     own_name_countries = {m.place.country_code for m in matches if m.by_own_name}
     kept = [m for m in matches if m.by_own_name or (
         m.place.country_code not in own_name_countries
-        and m.place.population > biggest_own and m.place.population >= ALTERNATE_NAME_MIN_SHARE * biggest)]
+        and _people(m) > biggest_own and _people(m) >= ALTERNATE_NAME_MIN_SHARE * biggest)]
     # Stable sort: among equal populations (online providers often give none) the source's order stays.
-    return sorted(kept, key=lambda m: (-m.place.population, not m.by_own_name))
+    return sorted(kept, key=lambda m: (-_people(m), not m.by_own_name))
+
+
+def _people(match: Match) -> int:
+    """The match's population for ranking: 0 where the source gives none."""
+    return match.place.population or 0
 
 
 def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = None) -> Located:
@@ -128,8 +133,11 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
                      f"choose the other, {how}.")
     if len(ranked) > 1:
         place = chosen.place
-        notes.append(f"'{asked}' matches {len(ranked)} places in {place.country_code}; the most populous "
-                     f"was taken: {place.display_name} (population {place.population:,}).")
+        taken = (f"the most populous was taken: {place.display_name} (population {place.population:,})"
+                 if place.population is not None else
+                 f"with no populations given, the geocoder's order ranked them: its first was taken, "
+                 f"{place.display_name}")
+        notes.append(f"'{asked}' matches {len(ranked)} places in {place.country_code}; {taken}.")
     return Located(place=chosen.place, notes=tuple(notes), chosen_among_several=len(ranked) > 1)
 
 
@@ -148,10 +156,9 @@ def _candidates(ranked: Sequence[Match]) -> list[Match]:
 def _bigger_bearer_of_another_name(chosen: Match, matches: Sequence[Match]) -> Match | None:
     """The most populous match in the chosen one's country that bears the name only as another name and
     is bigger than it: the place relevant() set aside for the one whose own name it is."""
-    country, population = chosen.place.country_code, chosen.place.population
-    bigger = [m for m in matches
-              if not m.by_own_name and m.place.country_code == country and m.place.population > population]
-    return max(bigger, key=lambda match: match.place.population, default=None)
+    country, population = chosen.place.country_code, _people(chosen)
+    bigger = [m for m in matches if not m.by_own_name and m.place.country_code == country and _people(m) > population]
+    return max(bigger, key=_people, default=None)
 
 
 def candidate_json(place: Place, *, recommended: bool) -> dict[str, Any]:

@@ -221,7 +221,8 @@ def _display_name(name: str, region: str | None, country: str | None) -> str:
     return ", ".join(parts)
 
 
-def _population(tag: str | None) -> int:
-    """OpenStreetMap's population tag is free text ("2165423", "2 165 423", "~500"): its first number."""
+def _population(tag: str | None) -> int | None:
+    """OpenStreetMap's population tag is free text ("2165423", "2 165 423", "~500"): its first number;
+    None without one (unknown, not 0)."""
     found = re.search(r"\d[\d ,.]*", tag or "")
-    return int(re.sub(r"\D", "", found.group())) if found else 0
+    return int(re.sub(r"\D", "", found.group())) if found else None
