@@ -28,14 +28,15 @@ LICENCE = "Data © OpenStreetMap contributors, ODbL 1.0. http://osm.org/copyrigh
 
 
 def nominatim_place(name: str, lat: float, lon: float, country: str, code: str, state: str | None = None,
-                    population: str | None = None, local_name: str | None = None) -> dict[str, Any]:
+                    population: str | None = None, local_name: str | None = None,
+                    addresstype: str = "city") -> dict[str, Any]:
     """One element of Nominatim's /search answer (format=json, addressdetails, extratags, namedetails)."""
     address = {"city": name, "state": state, "country": country, "country_code": code}
     return {
         "place_id": abs(hash((name, lat))) % 10**9, "licence": LICENCE, "osm_type": "relation",
         "osm_id": abs(hash((lat, lon))) % 10**7, "lat": str(lat), "lon": str(lon),
         "class": "boundary", "type": "administrative", "place_rank": 16, "importance": 0.7,
-        "addresstype": "city", "name": name,
+        "addresstype": addresstype, "name": name,
         "display_name": ", ".join(part for part in (name, state, country) if part),
         "address": {key: value for key, value in address.items() if value},
         "extratags": {"population": population} if population else {},
@@ -67,6 +68,14 @@ NOMINATIM_SEARCH = {
         nominatim_place("Springfield", 39.7990175, -89.6439575, "United States", "us", "Illinois"),
         nominatim_place("Springfield", 37.2081729, -93.2922715, "United States", "us", "Missouri"),
     ],
+    # featureType=settlement lets regions through: a state is no town, however populous.
+    "New York": [nominatim_place("New York", 40.7127281, -74.0060152, "United States", "us", "New York",
+                                 "8804190"),
+                 nominatim_place("New York", 43.1561681, -75.8449946, "United States", "us", None, "20201249",
+                                 addresstype="state")],
+    "Victoria": [nominatim_place("Victoria", -36.5986096, 144.6780052, "Australia", "au", None, "6503491",
+                                 addresstype="state"),
+                 nominatim_place("Victoria", 48.4283182, -123.364953, "Canada", "ca", "British Columbia", "91867")],
     "Nowhere at all": [],
     "Unreadable": [{"place_id": 1, "display_name": "Somewhere", "address": {"country_code": "fr"}}],
 }
@@ -255,6 +264,13 @@ def test_nominatim_without_populations_says_its_order_ranked(nominatim):
     assert located.notes[-1] == (
         "'Springfield, US, unknown populations' matches 2 places in US; with no populations given, the "
         "geocoder's order ranked them: its first was taken, Springfield, Illinois, United States.")
+
+
+def test_nominatim_regions_do_not_compete_with_towns(nominatim):
+    new_york = locate(nominatim, "New York")
+    assert new_york.place.display_name == "New York, United States" and new_york.notes == ()
+    assert (new_york.place.latitude, new_york.place.longitude) == (40.7127281, -74.0060152)
+    assert locate(nominatim, "Victoria").place.display_name == "Victoria, British Columbia, Canada"
 
 
 def test_nominatim_local_name_is_the_places_own_name(nominatim):

@@ -48,9 +48,12 @@ class NominatimProvider:
         self._geopy = Nominatim(**connection)
 
     def search(self, query: str) -> list[GeopyLocation]:
-        return self._geopy.geocode(query, exactly_one=False, limit=HITS_PER_QUERY, addressdetails=True,
+        hits = self._geopy.geocode(query, exactly_one=False, limit=HITS_PER_QUERY, addressdetails=True,
                                    namedetails=True, extratags=True, language="en",
                                    featuretype="settlement") or []
+        # featuretype=settlement is "any human inhabited feature from 'state' down to 'neighbourhood'":
+        # its regions would compete with the towns (New York State, more populous than the city).
+        return [hit for hit in hits if hit.raw.get("addresstype") not in _NOMINATIM_REGIONS]
 
     def reverse(self, latitude: float, longitude: float) -> GeopyLocation | None:
         # zoom 10 = city level: the town the point is in, not the house.
@@ -108,6 +111,9 @@ class PhotonProvider:
 
 # OpenStreetMap place=* values that are settlements (not a region, island, square or locality).
 _SETTLEMENT_KINDS = {"city", "town", "village", "hamlet", "suburb", "quarter", "neighbourhood", "borough"}
+# Nominatim's `addresstype`s (its address labels) above the municipality: what featuretype=settlement lets
+# through that is not a settlement. A hit without the field (older servers) is kept.
+_NOMINATIM_REGIONS = {"continent", "country", "region", "state", "province", "state_district", "county"}
 PROVIDERS = {provider.name: provider for provider in (NominatimProvider, PhotonProvider)}
 
 
