@@ -43,7 +43,7 @@ def assess(location: Location, civil: CivilInstant, today: dt.date) -> Confidenc
                                 "can differ by several seconds per kilometre east or west"))
     if location.chosen_among_several:
         rules.append(("MEDIUM", "the place name matched several places in one country; the most populous "
-                                "was used"))
+                                "was used (or, where the geocoder gives no populations, its first)"))
     if location.near_zone_border:
         rules.append(("MEDIUM", "the point is within about 10 km of a timezone border"))
     if not rules:

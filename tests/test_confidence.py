@@ -37,7 +37,8 @@ def test_coordinates_in_a_certain_zone_on_a_modern_date_are_high():
     (dataclasses.replace(PARIS, source="geocoded"), "2026-07-14", "12:00", "Europe/Paris", "MEDIUM",
      "town centre"),
     (dataclasses.replace(PARIS, source="geocoded", chosen_among_several=True), "2026-07-14", "12:00",
-     "Europe/Paris", "MEDIUM", "several places"),
+     "Europe/Paris", "MEDIUM", "several places in one country; the most populous was used (or, where the "
+     "geocoder gives no populations, its first)"),
     (dataclasses.replace(PARIS, near_zone_border=True), "2026-07-14", "12:00", "Europe/Paris", "MEDIUM",
      "timezone border"),
 ])

@@ -51,6 +51,7 @@ PARIS_TN = nominatim_place("Paris", 36.3020023, -88.3267064, "United States", "u
 NOMINATIM_SEARCH = {
     "Paris": [PARIS_FR, PARIS_TX, PARIS_TN],
     "Paris, Texas": [PARIS_TX],
+    "Paris Texas": [PARIS_TX],  # Nominatim reads a qualifier without a comma too
     "München": [nominatim_place("Munich", 48.1371079, 11.5753822, "Germany", "de", "Bavaria", "1512491",
                                 local_name="München")],
     "Springfield, US": [
@@ -240,6 +241,11 @@ def test_nominatim_one_place(nominatim):
         "Paris, Texas, United States", "US", 24171)
     assert (place.latitude, place.longitude) == (33.6617962, -95.5555130)
     assert not located.chosen_among_several and located.notes == ()
+
+
+def test_nominatim_qualifier_without_a_comma_leaves_the_own_name(nominatim):
+    located = locate(nominatim, "Paris Texas")
+    assert located.place.display_name == "Paris, Texas, United States" and located.notes == ()
 
 
 def test_nominatim_places_in_several_countries_are_ambiguous(nominatim):

@@ -166,7 +166,7 @@ class OnlineGeocoder:
         # The provider applies qualifiers itself ("Paris, Texas"); the name before them decides
         # whether a hit matched a place's own name or another of its names.
         asked_name = fold(split_qualifiers(asked)[0])
-        return [Match(self.provider.place(hit), by_own_name=asked_name in self.provider.own_names(hit))
+        return [Match(self.provider.place(hit), by_own_name=_named(asked_name, self.provider.own_names(hit)))
                 for hit in self.provider.search(asked)]
 
     def _town(self, latitude: float, longitude: float) -> Place | None:
@@ -197,6 +197,12 @@ _UNEXPECTED_SHAPE = (AttributeError, IndexError, KeyError, TypeError, ValueError
 # Enough of a failure's text to tell what went wrong; geopy puts a whole unreadable body (an HTML
 # page) into its message.
 _LOGGED_CHARACTERS = 300
+
+
+def _named(asked_name: str, own_names: set[str]) -> bool:
+    """Whether a hit bears the asked name as its own: alone, or followed by words the provider took as
+    qualifiers, as it reads "Paris Texas" like "Paris, Texas" (both folded)."""
+    return any(own and (asked_name == own or asked_name.startswith(f"{own} ")) for own in own_names)
 
 
 def _unavailable(provider: str, what: str) -> ApiError:
