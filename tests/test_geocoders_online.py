@@ -100,6 +100,12 @@ PHOTON_SEARCH = {
               photon_feature("Paris", -3.55, 128.2, "Indonesia", "ID", None, "island")],
     "Berlin": [photon_feature("Berlin", 52.5170365, 13.3888599, "Germany", "DE", None)],
     "München": [photon_feature("Munich", 48.1371079, 11.5753822, "Germany", "DE", "Bavaria")],
+    # Photon answers in English (lang=en) and gives no population: the city's own name is hidden, and its
+    # namesakes look as big as it.
+    "München, village too": [photon_feature("Munich", 48.1371079, 11.5753822, "Germany", "DE", "Bavaria"),
+                             photon_feature("München", 50.75, 11.5, "Germany", "DE", "Thuringia", "village")],
+    "Wien": [photon_feature("Vienna", 48.2083537, 16.3725042, "Austria", "AT", "Vienna"),
+             photon_feature("Wien", 44.9, -89.9, "United States", "US", "Wisconsin", "village")],
 }
 PHOTON_REVERSE = {(48.8584, 2.2945): photon_feature("Paris", 48.8534951, 2.3483915, "France", "FR",
                                                     "Île-de-France")}
@@ -419,6 +425,19 @@ def test_photon_one_place_and_an_exonym(photon):
     assert (berlin.display_name, berlin.country_code, berlin.population) == ("Berlin, Germany", "DE", None)
     assert (berlin.latitude, berlin.longitude) == (52.5170365, 13.3888599)
     assert locate(photon, "München").notes == ("'München' is another name of Munich, Bavaria, Germany.",)
+
+
+def test_photon_first_place_named_otherwise_is_not_set_aside_for_a_namesake(photon):
+    munich = locate(photon, "München, village too")
+    assert munich.place.display_name == "Munich, Bavaria, Germany" and munich.chosen_among_several
+    assert munich.notes[-1].endswith("the geocoder's order ranked them: its first was taken, Munich, Bavaria, "
+                                     "Germany.")
+
+
+def test_photon_first_place_named_otherwise_stands_beside_a_namesake_abroad(photon):
+    candidates = refusal(photon, "Wien").extra["candidates"]
+    assert [(c["display_name"], c["recommended"]) for c in candidates] == [
+        ("Vienna, Austria", True), ("Wien, Wisconsin, United States", False)]
 
 
 def test_photon_reverse_geocodes_for_display(photon):

@@ -79,6 +79,10 @@ def relevant(matches: Iterable[Match]) -> list[Match]:
     "Florence" still offers Firenze beside the American Florences; but "Rome" does not drag in Lomé (whose
     data lists "Rome" among its names), "Peking" does not drag in a village that lists it, and "Great Falls"
     is Great Falls, Montana, not Paterson, New Jersey, whose data lists it as a nickname.
+
+    A place of unknown population (an online provider's) cannot be weighed so: its alternate name counts
+    when the source ranks it above every place bearing the name as its own. Photon names places in English,
+    hiding their own names: its Munich, first for "München", is not set aside for a village München.
     """
     matches = list(matches)
     biggest_own = max((_people(m) for m in matches if m.by_own_name), default=-1)
@@ -86,11 +90,25 @@ def relevant(matches: Iterable[Match]) -> list[Match]:
     # Within a country a place's own name wins: the data's alternate names include nicknames, districts,
     # former names and misspellings ("Waterloo" for Austin, "Newton" for Tallahassee).
     own_name_countries = {m.place.country_code for m in matches if m.by_own_name}
-    kept = [m for m in matches if m.by_own_name or (
-        m.place.country_code not in own_name_countries
-        and _people(m) > biggest_own and _people(m) >= ALTERNATE_NAME_MIN_SHARE * biggest)]
-    # Stable sort: among equal populations (online providers often give none) the source's order stays.
-    return sorted(kept, key=lambda m: (-_people(m), not m.by_own_name))
+    first_own_name = next((rank for rank, m in enumerate(matches) if m.by_own_name), len(matches))
+
+    def counts(rank: int, match: Match) -> bool:
+        if match.by_own_name:
+            return True
+        if match.place.population is None:
+            return rank < first_own_name
+        return (match.place.country_code not in own_name_countries and _people(match) > biggest_own
+                and _people(match) >= ALTERNATE_NAME_MIN_SHARE * biggest)
+
+    kept = [match for rank, match in enumerate(matches) if counts(rank, match)]
+    return sorted(kept, key=_rank)
+
+
+def _rank(match: Match) -> tuple[int, bool]:
+    """Most populous first; at one known population a place's own name first. The sort is stable, so
+    places of unknown population keep the source's order (an online provider's relevance)."""
+    known = match.place.population is not None
+    return -_people(match), known and not match.by_own_name
 
 
 def _people(match: Match) -> int:
