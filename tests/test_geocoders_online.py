@@ -84,10 +84,10 @@ NOMINATIM_REVERSE = {(48.8584, 2.2945): {**PARIS_FR, "type": "city"}}
 
 
 def photon_feature(name: str, lat: float, lon: float, country: str, code: str, state: str | None,
-                   kind: str = "city") -> dict[str, Any]:
-    """One feature of Photon's GeoJSON answer."""
-    properties = {"osm_id": abs(hash(name)) % 10**7, "osm_type": "R", "osm_key": "place", "osm_value": kind,
-                  "type": kind, "name": name, "country": country, "countrycode": code}
+                   kind: str = "city", key: str = "place", **more: str) -> dict[str, Any]:
+    """One feature of Photon's GeoJSON answer: an OpenStreetMap object tagged key=kind, e.g. place=city."""
+    properties = {"osm_id": abs(hash(name)) % 10**7, "osm_type": "R", "osm_key": key, "osm_value": kind,
+                  "type": kind, "name": name, "country": country, "countrycode": code, **more}
     if state:
         properties["state"] = state
     return {"type": "Feature", "geometry": {"type": "Point", "coordinates": [lon, lat]},
@@ -107,8 +107,13 @@ PHOTON_SEARCH = {
     "Wien": [photon_feature("Vienna", 48.2083537, 16.3725042, "Austria", "AT", "Vienna"),
              photon_feature("Wien", 44.9, -89.9, "United States", "US", "Wisconsin", "village")],
 }
-PHOTON_REVERSE = {(48.8584, 2.2945): photon_feature("Paris", 48.8534951, 2.3483915, "France", "FR",
-                                                    "Île-de-France")}
+# Photon's reverse answers the nearest object: a street in a town, a place node, a track out in the country.
+PHOTON_REVERSE = {
+    (48.8584, 2.2945): photon_feature("Avenue Gustave Eiffel", 48.8584, 2.2945, "France", "FR", "Île-de-France",
+                                      "pedestrian", "highway", city="Paris", district="Paris"),
+    (48.8535, 2.3484): photon_feature("Paris", 48.8534951, 2.3483915, "France", "FR", "Île-de-France"),
+    (44.1, 2.5): photon_feature("Chemin de la Croix", 44.1, 2.5, "France", "FR", "Occitanie", "track", "highway"),
+}
 
 
 class FakeProvider(tornado.web.RequestHandler):
@@ -440,9 +445,12 @@ def test_photon_first_place_named_otherwise_stands_beside_a_namesake_abroad(phot
         ("Vienna, Austria", True), ("Wien, Wisconsin, United States", False)]
 
 
-def test_photon_reverse_geocodes_for_display(photon):
-    place = asyncio.run(photon.describe(48.8584, 2.2945))
+def test_photon_reverse_geocodes_the_town_for_display(photon):
+    place = asyncio.run(photon.describe(48.8584, 2.2945))  # the street's town, not the street
     assert (place.display_name, place.country_code) == ("Paris, Île-de-France, France", "FR")
+    assert (place.latitude, place.longitude) == (48.8584, 2.2945)
+    assert asyncio.run(photon.describe(48.8535, 2.3484)).display_name == "Paris, Île-de-France, France"
+    assert asyncio.run(photon.describe(44.1, 2.5)).display_name == "Occitanie, France"  # no town: the region
     assert asyncio.run(photon.describe(0.0, -140.0)) is None
 
 

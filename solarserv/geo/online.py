@@ -55,10 +55,11 @@ class NominatimProvider:
         # its regions would compete with the towns (New York State, more populous than the city).
         return [hit for hit in hits if hit.raw.get("addresstype") not in _NOMINATIM_REGIONS]
 
-    def reverse(self, latitude: float, longitude: float) -> GeopyLocation | None:
+    def town_at(self, latitude: float, longitude: float) -> Place | None:
         # zoom 10 = city level: the town the point is in, not the house.
-        return self._geopy.reverse((latitude, longitude), exactly_one=True, addressdetails=True,
-                                   language="en", zoom=10)
+        hit = self._geopy.reverse((latitude, longitude), exactly_one=True, addressdetails=True,
+                                  language="en", zoom=10)
+        return None if hit is None else self.place(hit)
 
     def place(self, hit: GeopyLocation) -> Place:
         raw = hit.raw
@@ -92,12 +93,23 @@ class PhotonProvider:
                                    osm_tag="place") or []
         return [hit for hit in hits if hit.raw["properties"].get("osm_value") in _SETTLEMENT_KINDS]
 
-    def reverse(self, latitude: float, longitude: float) -> GeopyLocation | None:
-        return self._geopy.reverse((latitude, longitude), exactly_one=True, language="en")
+    def town_at(self, latitude: float, longitude: float) -> Place | None:
+        hit = self._geopy.reverse((latitude, longitude), exactly_one=True, language="en")
+        if hit is None:
+            return None
+        # The nearest object is mostly a street or a building (geopy's reverse passes no osm_tag or layer
+        # filter): its `city` is the town; with none (out in the country), region and country say where.
+        properties = hit.raw["properties"]
+        settlement = properties.get("osm_key") == "place" and properties.get("osm_value") in _SETTLEMENT_KINDS
+        return self._named(hit, properties.get("name") if settlement else properties.get("city"))
 
     def place(self, hit: GeopyLocation) -> Place:
         properties = hit.raw["properties"]
-        name = properties.get("name") or properties.get("city") or hit.address.split(",")[0]
+        return self._named(hit, properties.get("name") or properties.get("city") or hit.address.split(",")[0])
+
+    @staticmethod
+    def _named(hit: GeopyLocation, name: str | None) -> Place:
+        properties = hit.raw["properties"]
         return Place(
             display_name=_display_name(name, properties.get("state"), properties.get("country")),
             latitude=hit.latitude,
@@ -154,10 +166,10 @@ class OnlineGeocoder:
         """The provider's town for the point; None when it has none or fails (display only: the
         request goes on with the coordinates)."""
         try:
-            town = await self._ask(self._town, latitude, longitude)
+            town = await self._ask(self.provider.town_at, latitude, longitude)
         except ApiError:
             return None
-        if town is None:
+        if town is None or not town.display_name:
             return None
         return Place(display_name=town.display_name, latitude=latitude, longitude=longitude,
                      country_code=town.country_code)
@@ -168,10 +180,6 @@ class OnlineGeocoder:
         asked_name = fold(split_qualifiers(asked)[0])
         return [Match(self.provider.place(hit), by_own_name=_named(asked_name, self.provider.own_names(hit)))
                 for hit in self.provider.search(asked)]
-
-    def _town(self, latitude: float, longitude: float) -> Place | None:
-        hit = self.provider.reverse(latitude, longitude)
-        return None if hit is None else self.provider.place(hit)
 
     async def _ask(self, read: Callable[..., Result], *args: Any) -> Result:
         """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout.
@@ -224,7 +232,7 @@ def _failure_kind(exc: GeopyError) -> str:
     return "an error"
 
 
-def _display_name(name: str, region: str | None, country: str | None) -> str:
+def _display_name(name: str | None, region: str | None, country: str | None) -> str:
     """"Paris, Île-de-France, France", leaving out parts that repeat the one before."""
     parts: list[str] = []
     for part in (name, region, country):
