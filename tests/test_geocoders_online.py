@@ -4,6 +4,7 @@ JSON on loopback. No test reaches the internet."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -19,7 +20,7 @@ import tornado.web
 
 from solarserv import config
 from solarserv.errors import ApiError
-from solarserv.geo import build_geocoder
+from solarserv.geo import build_geocoder, online
 from solarserv.geo.online import PROVIDER_THREADS, PROVIDERS, OnlineGeocoder, _population
 from solarserv.models import SolarQuery
 from solarserv.pipeline import Pipeline
@@ -80,7 +81,8 @@ NOMINATIM_SEARCH = {
     "Nowhere at all": [],
     "Unreadable": [{"place_id": 1, "display_name": "Somewhere", "address": {"country_code": "fr"}}],
 }
-NOMINATIM_REVERSE = {(48.8584, 2.2945): {**PARIS_FR, "type": "city"}}
+# Reverse geocoding asks for the point to 3 decimals (TOWN_DECIMALS): these are the points asked.
+NOMINATIM_REVERSE = {(48.858, 2.295): {**PARIS_FR, "type": "city"}}
 
 
 def photon_feature(name: str, lat: float, lon: float, country: str, code: str, state: str | None,
@@ -109,9 +111,9 @@ PHOTON_SEARCH = {
 }
 # Photon's reverse answers the nearest object: a street in a town, a place node, a track out in the country.
 PHOTON_REVERSE = {
-    (48.8584, 2.2945): photon_feature("Avenue Gustave Eiffel", 48.8584, 2.2945, "France", "FR", "Île-de-France",
+    (48.858, 2.295): photon_feature("Avenue Gustave Eiffel", 48.8584, 2.2946, "France", "FR", "Île-de-France",
                                       "pedestrian", "highway", city="Paris", district="Paris"),
-    (48.8535, 2.3484): photon_feature("Paris", 48.8534951, 2.3483915, "France", "FR", "Île-de-France"),
+    (48.853, 2.349): photon_feature("Paris", 48.8534951, 2.3483915, "France", "FR", "Île-de-France"),
     (44.1, 2.5): photon_feature("Chemin de la Croix", 44.1, 2.5, "France", "FR", "Occitanie", "track", "highway"),
 }
 
@@ -343,7 +345,7 @@ def test_an_answer_of_an_unexpected_shape_is_a_503_logged_in_one_line(provider_s
 @pytest.mark.parametrize("name,body", UNEXPECTED_SHAPES)
 def test_an_answer_of_an_unexpected_shape_leaves_coordinates_undescribed(provider_server, odd_answer, name, body):
     odd_answer(body)
-    assert asyncio.run(geocoder_for(provider_server, name).describe(48.8584, 2.2945)) is None
+    assert asyncio.run(geocoder_for(provider_server, name).describe(48.8584, 2.2946)) is None
 
 
 def test_an_unreadable_body_is_logged_in_one_short_line(nominatim, odd_answer, caplog):
@@ -390,9 +392,9 @@ def test_an_unreachable_provider_is_503(provider_server):
 
 
 def test_nominatim_reverse_geocodes_for_display(nominatim):
-    place = asyncio.run(nominatim.describe(48.8584, 2.2945))
+    place = asyncio.run(nominatim.describe(48.8584, 2.2946))
     assert (place.display_name, place.country_code) == ("Paris, Ile-de-France, France", "FR")
-    assert (place.latitude, place.longitude) == (48.8584, 2.2945)
+    assert (place.latitude, place.longitude) == (48.8584, 2.2946)
     assert asyncio.run(nominatim.describe(0.0, -140.0)) is None  # Nominatim: "Unable to geocode"
 
 
@@ -401,7 +403,7 @@ def test_reverse_geocoding_never_fails_a_request(provider_server):
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
     geocoder = geocoder_for(provider_server, "nominatim", geocoder_domain=f"127.0.0.1:{port}")
-    assert asyncio.run(geocoder.describe(48.8584, 2.2945)) is None
+    assert asyncio.run(geocoder.describe(48.8584, 2.2946)) is None
 
 
 def test_photon_ambiguity_keeps_the_providers_order_and_only_settlements(photon, provider_server):
@@ -445,11 +447,47 @@ def test_photon_first_place_named_otherwise_stands_beside_a_namesake_abroad(phot
         ("Vienna, Austria", True), ("Wien, Wisconsin, United States", False)]
 
 
+def test_repeated_questions_are_answered_from_memory(nominatim, provider_server):
+    requests = provider_server["requests"]
+    asked_before = len(requests)
+    for name in ("Paris, Texas", " paris,  TEXAS ", "Nowhere at all", "nowhere AT all"):
+        with contextlib.suppress(ApiError):  # a 404 is an answer too
+            locate(nominatim, name)
+    for latitude, longitude in ((48.8584, 2.2946), (48.8581, 2.2954)):  # one point to 3 decimals
+        assert asyncio.run(nominatim.describe(latitude, longitude)).display_name == "Paris, Ile-de-France, France"
+    asked = [(path, query.get("q"), query.get("lat"), query.get("lon")) for path, query, _ in requests[asked_before:]]
+    assert asked == [("/nominatim/search", [b"Paris, Texas"], None, None),
+                     ("/nominatim/search", [b"Nowhere at all"], None, None),
+                     ("/nominatim/reverse", None, [b"48.858"], [b"2.295"])]
+
+
+def test_failures_are_not_remembered_and_old_answers_make_way(nominatim, provider_server, monkeypatch):
+    requests = provider_server["requests"]
+    asked_before = len(requests)
+    for _ in range(2):
+        assert refusal(nominatim, "broken").code == "GEOCODER_UNAVAILABLE"
+    monkeypatch.setattr(online, "REMEMBERED_ANSWERS", 2)
+    for name in ("Paris, Texas", "Berlin", "München", "Paris, Texas"):  # Paris, Texas made way for München
+        with contextlib.suppress(ApiError):
+            locate(nominatim, name)
+    assert [query["q"][0].decode() for _, query, _ in requests[asked_before:]] == [
+        "broken", "broken", "Paris, Texas", "Berlin", "München", "Paris, Texas"]
+
+
+def test_answers_are_remembered_for_a_while(nominatim, provider_server, monkeypatch):
+    requests = provider_server["requests"]
+    locate(nominatim, "Paris, Texas")
+    monkeypatch.setattr(online, "REMEMBERED_SECONDS", 0)  # every answer kept is now too old
+    asked_before = len(requests)
+    locate(nominatim, "Paris, Texas")
+    assert len(requests) == asked_before + 1
+
+
 def test_photon_reverse_geocodes_the_town_for_display(photon):
-    place = asyncio.run(photon.describe(48.8584, 2.2945))  # the street's town, not the street
+    place = asyncio.run(photon.describe(48.8584, 2.2946))  # the street's town, not the street
     assert (place.display_name, place.country_code) == ("Paris, Île-de-France, France", "FR")
-    assert (place.latitude, place.longitude) == (48.8584, 2.2945)
-    assert asyncio.run(photon.describe(48.8535, 2.3484)).display_name == "Paris, Île-de-France, France"
+    assert (place.latitude, place.longitude) == (48.8584, 2.2946)
+    assert asyncio.run(photon.describe(48.8534, 2.3488)).display_name == "Paris, Île-de-France, France"
     assert asyncio.run(photon.describe(44.1, 2.5)).display_name == "Occitanie, France"  # no town: the region
     assert asyncio.run(photon.describe(0.0, -140.0)) is None
 

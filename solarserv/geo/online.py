@@ -2,17 +2,20 @@
 
 The provider's hits go through the same rules as the gazetteer's (solarserv.geo.matching): several
 countries → 409 with candidates, several in one country → the most populous, none → 404. A provider
-that fails or times out → 503 GEOCODER_UNAVAILABLE, logged. geopy's HTTP adapters block, so every
-call runs in a worker thread.
+that fails, times out or answers what cannot be read → 503 GEOCODER_UNAVAILABLE, logged. geopy's HTTP
+adapters block, so every call runs in a worker thread (of the geocoder's own pool, under a deadline);
+recent answers are remembered, so a repeated question does not reach the provider.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import functools
 import logging
 import re
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,9 +35,18 @@ log = logging.getLogger("solarserv.geo")
 DEFAULT_USER_AGENT = f"solarserv/{solarserv.__version__}"
 # Ask for more hits than a 409 shows, so the ambiguity rules see places beyond the provider's top few.
 HITS_PER_QUERY = 2 * MAX_CANDIDATES
+# Answers kept per process, of names and of points each: repeated questions (a popular place asked again,
+# a page reloaded) do not reach the provider again, as Nominatim's usage policy asks.
+REMEMBERED_ANSWERS = 1024
+# For a day at most: a place the provider learns of, or an empty answer it gave by mistake, is asked again.
+REMEMBERED_SECONDS = 24 * 3600
+# A point's town is asked for, and remembered, to 3 decimals of a degree: at most 56 m off, well inside
+# the town the provider names.
+TOWN_DECIMALS = 3
 # Provider calls running at once, per process. Each mostly waits on the network, so a few threads serve
 # many requests; further calls queue, within their deadline.
 PROVIDER_THREADS = 8
+Key = TypeVar("Key")
 Result = TypeVar("Result")
 
 
@@ -130,7 +142,7 @@ PROVIDERS = {provider.name: provider for provider in (NominatimProvider, PhotonP
 
 
 class OnlineGeocoder:
-    ready = True  # nothing to prepare: each request asks the provider
+    ready = True  # nothing to prepare: a request asks the provider (or remembers its answer)
 
     def __init__(self, provider: NominatimProvider | PhotonProvider, timeout: float) -> None:
         self.provider = provider
@@ -142,6 +154,11 @@ class OnlineGeocoder:
         # pool of their own: a flood of slow ones queues there (and is answered 503 at the deadline)
         # instead of taking the threads the rest of the service shares (the equation of time's).
         self._threads = concurrent.futures.ThreadPoolExecutor(PROVIDER_THREADS, f"geocoder-{self.name}")
+        # The provider's recent answers, read (a failure is not kept): by name, and by point to
+        # TOWN_DECIMALS. Touched only from the event loop.
+        self._names: collections.OrderedDict[str, tuple[list[Match], float]] = collections.OrderedDict()
+        self._towns: collections.OrderedDict[tuple[float, float], tuple[Place | None, float]] = (
+            collections.OrderedDict())
 
     @classmethod
     def from_settings(cls, settings: Any) -> OnlineGeocoder:
@@ -157,7 +174,7 @@ class OnlineGeocoder:
 
     async def locate(self, place_name: str) -> Located:
         asked = tidy(place_name)
-        matches = await self._ask(self._matches, asked)
+        matches = await self._remembered(self._names, asked.casefold(), self._matches, asked)
         if not matches:
             raise not_found(asked)
         return choose(asked, matches)
@@ -165,8 +182,10 @@ class OnlineGeocoder:
     async def describe(self, latitude: float, longitude: float) -> Place | None:
         """The provider's town for the point; None when it has none or fails (display only: the
         request goes on with the coordinates)."""
+        # The provider is asked for the rounded point, so a remembered answer is the one it would give.
+        point = (round(latitude, TOWN_DECIMALS), round(longitude, TOWN_DECIMALS))
         try:
-            town = await self._ask(self.provider.town_at, latitude, longitude)
+            town = await self._remembered(self._towns, point, self.provider.town_at, *point)
         except ApiError:
             return None
         if town is None or not town.display_name:
@@ -180,6 +199,22 @@ class OnlineGeocoder:
         asked_name = fold(split_qualifiers(asked)[0])
         return [Match(self.provider.place(hit), by_own_name=_named(asked_name, self.provider.own_names(hit)))
                 for hit in self.provider.search(asked)]
+
+    async def _remembered(self, answers: collections.OrderedDict[Key, tuple[Result, float]], key: Key,
+                          read: Callable[..., Result], *args: Any) -> Result:
+        """The answer kept for `key` if younger than REMEMBERED_SECONDS, else `read(*args)` asked of the
+        provider and kept among the last REMEMBERED_ANSWERS, the least recently used dropped first."""
+        if key in answers:
+            answer, asked_at = answers[key]
+            if time.monotonic() - asked_at < REMEMBERED_SECONDS:
+                answers.move_to_end(key)
+                return answer
+        answer = await self._ask(read, *args)
+        answers[key] = (answer, time.monotonic())
+        answers.move_to_end(key)
+        if len(answers) > REMEMBERED_ANSWERS:
+            answers.popitem(last=False)
+        return answer
 
     async def _ask(self, read: Callable[..., Result], *args: Any) -> Result:
         """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout.
