@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil
 import tornado.httpserver
 import tornado.netutil
 
@@ -26,6 +27,16 @@ def start_solarserv(arguments: Sequence[str], log_path: Path) -> subprocess.Pope
     with log_path.open("w") as log:  # the server keeps its own copy of the file
         return subprocess.Popen([sys.executable, "-m", "solarserv", "serve", *arguments], stdout=subprocess.PIPE,
                                 stderr=log, text=True, env=config.without_settings(os.environ))
+
+
+def stop_solarserv(process: subprocess.Popen) -> None:
+    """Kill a server started by ``start_solarserv`` that is still running, and its workers with it."""
+    if process.poll() is None:
+        for worker in psutil.Process(process.pid).children():
+            worker.kill()
+        process.kill()
+    process.wait(timeout=30)
+    process.stdout.close()
 
 
 @contextlib.contextmanager

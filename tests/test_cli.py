@@ -15,10 +15,9 @@ import sys
 import urllib.request
 from urllib.parse import urlsplit
 
-import psutil
 import pytest
 from counters import unused_port
-from servers import start_solarserv
+from servers import start_solarserv, stop_solarserv
 
 from solarserv import config
 from solarserv.cli import _console_line, main
@@ -182,12 +181,7 @@ def test_serve_will_not_start_on_a_redis_that_refuses_the_url(redis_url, data_di
         assert server.stdout.readline() == ""  # no worker printed a ready line: it stopped without serving
         assert server.wait(timeout=60) == 2
     finally:
-        if server.poll() is None:
-            for worker in psutil.Process(server.pid).children():
-                worker.kill()
-        server.kill()
-        server.wait(timeout=30)
-        server.stdout.close()
+        stop_solarserv(server)
     assert log_path.read_text().splitlines() == [
         f"solarserv: SettingsError: Redis at {url} refuses solarserv (DB index is out of range): fix the password, "
         "user or database in REDIS_URL, or Redis's access rules"]

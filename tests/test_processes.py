@@ -8,7 +8,7 @@ import urllib.request
 
 import psutil
 import pytest
-from servers import start_solarserv
+from servers import start_solarserv, stop_solarserv
 
 PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
 # New connections to make before giving up on seeing both workers answer: each worker listens on a
@@ -45,12 +45,7 @@ def two_workers(data_dir, tmp_path):
         ready = [line for line in printed if "ready at" in line]
         yield process, ready[0].split("ready at ")[1].rstrip("/"), printed
     finally:
-        if process.poll() is None:
-            for survivor in psutil.Process(process.pid).children():
-                survivor.kill()
-            process.kill()
-        process.wait(timeout=30)
-        process.stdout.close()
+        stop_solarserv(process)
 
 
 @pytest.mark.slow
