@@ -330,7 +330,9 @@ def _settle_exclusive_blocks(manager: pluggy.PluginManager) -> None:
             names = f"{', '.join(third_party[:-1])} and {third_party[-1]}"
             raise PluginConflict(f"plugins {names} {'both' if len(third_party) == 2 else 'all'} write the {block} "
                                  "block; keep only one of them")
-        for builtin in (name for name in claimants if third_party and name in BUILTIN_PLUGINS):
+        if not third_party:
+            continue
+        for builtin in (name for name in claimants if name in BUILTIN_PLUGINS):
             # Each built-in plugin writes one block and nothing else (tests hold that), so it can go.
             manager.unregister(name=builtin)
             log.info("plugin %s writes the %s block in place of the built-in %s", third_party[0], block, builtin)
