@@ -73,22 +73,13 @@ def _redis_url(text: str) -> str:
     return text
 
 
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-
-
-def _log_level(text: str) -> str:
-    level = text.strip().upper()
-    if level not in _LOG_LEVELS:
-        raise ValueError(f"must be one of {', '.join(_LOG_LEVELS)}, got {text!r}")
-    return level
-
-
 def _one_of(*choices: str) -> Callable[[str], str]:
-    """A parser that takes any of `choices`, in any case."""
+    """A parser that takes any of `choices`, in any case, and gives it as written there."""
+    by_folded = {choice.casefold(): choice for choice in choices}
 
     def parse(text: str) -> str:
-        chosen = text.strip().lower()
-        if chosen not in choices:
+        chosen = by_folded.get(text.strip().casefold())
+        if chosen is None:
             raise ValueError(f"must be one of {', '.join(choices)}, got {text!r}")
         return chosen
 
@@ -164,7 +155,7 @@ SETTINGS: tuple[Setting, ...] = (
             empty_is_value=True),
     Setting("plugin_timeout", "PLUGIN_TIMEOUT", None, _positive_float, 2.0,
             "Seconds a request waits for third-party plugins before answering with the built-in texts."),
-    Setting("log_level", "LOG_LEVEL", "--log-level", _log_level, "INFO",
+    Setting("log_level", "LOG_LEVEL", "--log-level", _one_of("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"), "INFO",
             "Logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL."),
 )
 
