@@ -156,7 +156,7 @@ class Narrator:
         if narration.cancel():  # never started: queued behind one that overran
             return self.narrate(report, third_party=False, left_out=[_STILL_BUSY])
         self._late = narration
-        culprit = running[-1]
+        culprit = running[-1] if running else "third-party plugins"  # none called yet: the thread was starved
         log.error("plugin %s did not answer within %g s; answering with the built-in texts",
                   culprit, self._plugin_timeout)
         return self.narrate(report, third_party=False, left_out=[
