@@ -73,6 +73,17 @@ def _redis_url(text: str) -> str:
     return text
 
 
+def _credentials_hidden(url: str) -> str:
+    """A Redis URL as an error message may echo it: the user and password (before the last "@") and a query's
+    ``password=`` hidden. Works on URLs too malformed to parse, which are the ones echoed."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:  # no scheme, which is refused: "user:password@host" is all rest
+        scheme, rest = "", url
+    _credentials, at, location = rest.rpartition("@")
+    location = re.sub(r"(?<=[?&]password=)[^&]*", "***", location)
+    return f"{scheme}{separator}{'***@' if at else ''}{location}"
+
+
 def _one_of(*choices: str) -> Callable[[str], str]:
     """A parser that takes any of `choices`, in any case, and gives it as written there."""
     by_folded = {choice.casefold(): choice for choice in choices}
@@ -113,6 +124,7 @@ class Setting:
     default: Any
     help: str
     empty_is_value: bool = False  # an empty value is a value, not "unset" (an allow-list allowing nothing)
+    shown_in_errors: Callable[[str], str] = str  # a value holding secrets hides them here
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -125,7 +137,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory for the SQLite key store and the gazetteer index."),
     Setting("redis_url", "REDIS_URL", "--redis-url", _redis_url, None,
             "Redis URL for shared rate-limit counters: redis://[[user]:password@]host[:port][/db], rediss://… "
-            "(TLS) or unix://path[?db=N]; unset: in-process counters."),
+            "(TLS) or unix://path[?db=N]; unset: in-process counters.", shown_in_errors=_credentials_hidden),
     Setting("api_key_required", "API_KEY_REQUIRED", None, _bool, False,
             "true: every API request needs a valid X-API-Key."),
     Setting("admin_token", "ADMIN_TOKEN", None, str, None,
@@ -219,5 +231,5 @@ def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | No
         try:
             values[setting.name] = setting.parse(raw) if isinstance(raw, str) else raw
         except ValueError as exc:
-            raise SettingsError(f"{source}={raw!r}: {exc}") from None
+            raise SettingsError(f"{source}={setting.shown_in_errors(raw)!r}: {exc}") from None
     return Settings(**values)

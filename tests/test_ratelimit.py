@@ -318,3 +318,16 @@ def test_a_redis_url_redis_py_would_refuse_or_misread_is_a_settings_error(url, p
     with pytest.raises(config.SettingsError) as refused:
         config.load(environ={"REDIS_URL": url})
     assert str(refused.value) == f"REDIS_URL={url!r}: {problem}"
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("redis://:s3cret@127.0.0.1:notaport/0", "redis://***@127.0.0.1:notaport/0"),
+    ("redis://user:s3@cret@127.0.0.1:6379/abc", "redis://***@127.0.0.1:6379/abc"),
+    ("user:s3cret@127.0.0.1:6379", "***@127.0.0.1:6379"),
+    ("unix:///run/redis.sock?password=s3cret&db=two", "unix:///run/redis.sock?password=***&db=two"),
+])
+def test_a_refused_redis_url_is_echoed_without_its_password(url, shown):
+    with pytest.raises(config.SettingsError) as refused:
+        config.load(environ={"REDIS_URL": url})
+    assert str(refused.value).startswith(f"REDIS_URL={shown!r}: ")
+    assert "s3" not in str(refused.value)
