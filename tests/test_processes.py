@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import urllib.request
 
 import psutil
@@ -85,3 +86,17 @@ def test_sigint_stops_every_worker_too(two_workers):
     process.send_signal(signal.SIGINT)  # to the parent only, as `kill -INT` does
     assert process.wait(timeout=30) == 0
     assert not [pid for pid in workers if psutil.pid_exists(pid)]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="workers learn of their parent's death from Linux (prctl)")
+def test_workers_stop_when_their_parent_is_killed(two_workers):
+    process, _, _ = two_workers
+    workers = [psutil.Process(child.pid) for child in psutil.Process(process.pid).children()]
+    assert len(workers) == 2
+    process.kill()  # SIGKILL: the parent can pass nothing on
+    process.wait(timeout=30)
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    for orphan in alive:  # not left behind by a failing run
+        orphan.kill()
+    assert not alive  # they would keep serving the port, with no parent to stop or restart them
