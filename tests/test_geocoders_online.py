@@ -120,7 +120,8 @@ PHOTON_REVERSE = {
 
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
-    "broken" fails with HTTP 500. While a test
+    "broken" fails with HTTP 500, "busy" and "busy 1 s" refuse with 429 (the latter with Retry-After: 1).
+    While a test
     sets `odd["body"]` (the `odd_answer` fixture), every answer is that text."""
 
     def initialize(self, answer: Any, requests: list, odd: dict) -> None:
@@ -144,6 +145,12 @@ class FakeProvider(tornado.web.RequestHandler):
             return
         if query == "broken":
             raise tornado.web.HTTPError(500)
+        if query.startswith("busy"):
+            self.set_status(429)
+            if query == "busy 1 s":
+                self.set_header("Retry-After", "1")
+            self.finish("Too Many Requests")
+            return
         self.set_header("Content-Type", "application/json")
         self.write(self.odd["body"] if "body" in self.odd else json.dumps(self.answer(self)))
 
@@ -445,6 +452,28 @@ def test_photon_first_place_named_otherwise_stands_beside_a_namesake_abroad(phot
     candidates = refusal(photon, "Wien").extra["candidates"]
     assert [(c["display_name"], c["recommended"]) for c in candidates] == [
         ("Vienna, Austria", True), ("Wien, Wisconsin, United States", False)]
+
+
+def test_a_rate_limit_refusal_pauses_the_provider_for_as_long_as_it_asks(provider_server, caplog):
+    nominatim = geocoder_for(provider_server, "nominatim")
+    requests = provider_server["requests"]
+    error = refusal(nominatim, "busy 1 s")
+    assert (error.code, error.status, error.extra) == ("GEOCODER_UNAVAILABLE", 503, {"retry_after": 1})
+    assert "gave a rate-limit refusal. Try again in 1 second, or send latitude" in error.message
+    assert "geocoder nominatim refused for its rate limit: not asked again for 1 s" in caplog.text
+    asked_before = len(requests)
+    assert refusal(nominatim, "Paris, Texas").extra == {"retry_after": 1}  # answered without asking
+    assert asyncio.run(nominatim.describe(48.8584, 2.2946)) is None
+    assert len(requests) == asked_before
+    time.sleep(1.05)
+    assert locate(nominatim, "Paris, Texas").place.country_code == "US"
+    assert len(requests) == asked_before + 1
+
+
+def test_a_refusal_without_retry_after_pauses_the_provider_for_the_default(provider_server):
+    nominatim = geocoder_for(provider_server, "nominatim")
+    assert refusal(nominatim, "busy").extra == {"retry_after": online.REFUSAL_PAUSE_SECONDS}
+    assert refusal(nominatim, "Paris, Texas").extra["retry_after"] <= online.REFUSAL_PAUSE_SECONDS
 
 
 def test_repeated_questions_are_answered_from_memory(nominatim, provider_server):

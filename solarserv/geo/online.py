@@ -14,6 +14,7 @@ import collections
 import concurrent.futures
 import functools
 import logging
+import math
 import re
 import time
 from collections.abc import Callable
@@ -46,6 +47,10 @@ TOWN_DECIMALS = 3
 # Provider calls running at once, per process. Each mostly waits on the network, so a few threads serve
 # many requests; further calls queue, within their deadline.
 PROVIDER_THREADS = 8
+# After the provider refuses for its rate limit (HTTP 429), it is left alone for as long as its Retry-After
+# asks, or this long when it does not say; never longer than the cap, whatever a header says.
+REFUSAL_PAUSE_SECONDS = 30
+REFUSAL_PAUSE_MAX_SECONDS = 3600
 Key = TypeVar("Key")
 Result = TypeVar("Result")
 
@@ -154,6 +159,7 @@ class OnlineGeocoder:
         # pool of their own: a flood of slow ones queues there (and is answered 503 at the deadline)
         # instead of taking the threads the rest of the service shares (the equation of time's).
         self._threads = concurrent.futures.ThreadPoolExecutor(PROVIDER_THREADS, f"geocoder-{self.name}")
+        self._paused_until = 0.0  # time.monotonic() until which the provider's rate-limit refusal holds
         # The provider's recent answers, read (a failure is not kept): by name, and by point to
         # TOWN_DECIMALS. Touched only from the event loop.
         self._names: collections.OrderedDict[str, tuple[list[Match], float]] = collections.OrderedDict()
@@ -219,13 +225,23 @@ class OnlineGeocoder:
     async def _ask(self, read: Callable[..., Result], *args: Any) -> Result:
         """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout.
         Any failure becomes 503 GEOCODER_UNAVAILABLE, logged as one warning line: geopy parses the JSON
-        inside the call, so an answer of an unexpected shape fails there as often as in our reading."""
+        inside the call, so an answer of an unexpected shape fails there as often as in our reading. After
+        a rate-limit refusal the provider is not asked again until the pause it asked for is over: each
+        503 meanwhile says how long is left, as Retry-After."""
+        paused = self._paused_until - time.monotonic()
+        if paused > 0:
+            raise _unavailable(self.name, "a rate-limit refusal", retry_after=paused)
         call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
             return await asyncio.wait_for(call, self.timeout)
         except TimeoutError:
             log.warning("geocoder %s gave no answer in %g s", self.name, self.timeout)
             raise _unavailable(self.name, "no answer in time") from None
+        except GeocoderRateLimited as exc:
+            pause = min(exc.retry_after or REFUSAL_PAUSE_SECONDS, REFUSAL_PAUSE_MAX_SECONDS)
+            self._paused_until = time.monotonic() + pause
+            log.warning("geocoder %s refused for its rate limit: not asked again for %d s", self.name, pause)
+            raise _unavailable(self.name, "a rate-limit refusal", retry_after=pause) from None
         except GeopyError as exc:
             log.warning("geocoder %s failed: %s: %s", self.name, type(exc).__name__, _one_line(str(exc)))
             raise _unavailable(self.name, _failure_kind(exc)) from None
@@ -248,10 +264,13 @@ def _named(asked_name: str, own_names: set[str]) -> bool:
     return any(own and (asked_name == own or asked_name.startswith(f"{own} ")) for own in own_names)
 
 
-def _unavailable(provider: str, what: str) -> ApiError:
-    return ApiError("GEOCODER_UNAVAILABLE", 503,
-                    f"The place-name geocoder ({provider}) gave {what}. Try again later, or send latitude "
-                    f"and longitude instead of place_name.")
+def _unavailable(provider: str, what: str, retry_after: float | None = None) -> ApiError:
+    extra, when = {}, "later"
+    if retry_after is not None:
+        seconds = max(1, math.ceil(retry_after))
+        extra, when = {"retry_after": seconds}, f"in {seconds} second{'' if seconds == 1 else 's'}"
+    return ApiError("GEOCODER_UNAVAILABLE", 503, f"The place-name geocoder ({provider}) gave {what}. Try again "
+                    f"{when}, or send latitude and longitude instead of place_name.", **extra)
 
 
 def _one_line(text: str) -> str:
@@ -260,11 +279,7 @@ def _one_line(text: str) -> str:
 
 
 def _failure_kind(exc: GeopyError) -> str:
-    if isinstance(exc, GeocoderTimedOut):
-        return "no answer in time"
-    if isinstance(exc, GeocoderRateLimited):
-        return "a rate-limit refusal"
-    return "an error"
+    return "no answer in time" if isinstance(exc, GeocoderTimedOut) else "an error"
 
 
 def _display_name(name: str | None, region: str | None, country: str | None) -> str:
