@@ -461,11 +461,13 @@ def test_a_rate_limit_refusal_pauses_the_provider_for_as_long_as_it_asks(provide
     assert (error.code, error.status, error.extra) == ("GEOCODER_UNAVAILABLE", 503, {"retry_after": 1})
     assert "gave a rate-limit refusal. Try again in 1 second, or send latitude" in error.message
     assert "geocoder nominatim refused for its rate limit: not asked again for 1 s" in caplog.text
+    assert not nominatim.ready  # /healthz's geocoder_ready
     asked_before = len(requests)
     assert refusal(nominatim, "Paris, Texas").extra == {"retry_after": 1}  # answered without asking
     assert asyncio.run(nominatim.describe(48.8584, 2.2946)) is None
     assert len(requests) == asked_before
     time.sleep(1.05)
+    assert nominatim.ready
     assert locate(nominatim, "Paris, Texas").place.country_code == "US"
     assert len(requests) == asked_before + 1
 

@@ -147,7 +147,6 @@ PROVIDERS = {provider.name: provider for provider in (NominatimProvider, PhotonP
 
 
 class OnlineGeocoder:
-    ready = True  # nothing to prepare: a request asks the provider (or remembers its answer)
 
     def __init__(self, provider: NominatimProvider | PhotonProvider, timeout: float) -> None:
         self.provider = provider
@@ -177,6 +176,11 @@ class OnlineGeocoder:
             user_agent=settings.geocoder_user_agent or DEFAULT_USER_AGENT,
             timeout=settings.geocoder_timeout,
         ), timeout=settings.geocoder_timeout)
+
+    @property
+    def ready(self) -> bool:
+        """Nothing to prepare, so ready unless the provider's rate-limit refusal still holds."""
+        return time.monotonic() >= self._paused_until
 
     async def locate(self, place_name: str) -> Located:
         asked = tidy(place_name)
