@@ -87,9 +87,16 @@ class Pipeline:
         )
 
     def _zone_of(self, given: str | None, latitude: float, longitude: float) -> str:
-        """The zone the geocoder gave with a place (the gazetteer's), else the one at its coordinates (an
-        online provider gives none)."""
-        return given if given and has_zone(given) else self.timezones.zone_at(latitude, longitude)
+        """The zone at the place's coordinates, found as in coordinate mode, so that a place and its share
+        link (its coordinates) give one answer. The geocoder's own zone (the gazetteer's) only where the
+        coordinates have none, a town whose point lies on water: GeoNames' zones are wrong for over a
+        hundred towns (Vincennes, Indiana on Chicago's clocks; Mexico's border towns off US daylight time)."""
+        try:
+            return self.timezones.zone_at(latitude, longitude)
+        except ApiError:
+            if given and has_zone(given):
+                return given
+            raise
 
     def _give_zones(self, candidates: list[dict[str, Any]]) -> None:
         """Each 409 candidate's zone, as the chosen place's would be; None for one at sea (no zone)."""

@@ -180,3 +180,17 @@ async def test_a_sunset_after_midnight_carries_its_own_date(api):
     assert events["state"] == "normal"
     assert events["sunset"].startswith("2024-05-17T00:")
     assert events["day_length_minutes"] > 20 * 60
+
+
+# Where GeoNames' zone for a town is not the zone at its coordinates, the coordinates' zone holds (DESIGN §5:
+# timezonefinder), so that a place and its share link, which names its coordinates, give one answer.
+@pytest.mark.parametrize(("place_name", "zone"), [
+    ("Vincennes, Indiana", "America/Indiana/Vincennes"),  # GeoNames: America/Chicago, an hour behind in July
+    ("Ciudad Rio Bravo", "America/Matamoros"),  # GeoNames: America/Monterrey, without the US border's summer time
+    ("Kampong Ayer", "Asia/Brunei"),  # GeoNames: Asia/Pontianak, Indonesia's
+])
+async def test_a_named_place_and_its_share_link_give_one_answer(api, place_name, zone):
+    named = (await post(api, {"date": "2026-07-14", "local_time": "14:30", "place_name": place_name})).json()
+    assert named["timezone"] == zone
+    shared = (await api("/api/v1/solar-time?" + named["share"]["url_params"])).json()
+    assert (shared["timezone"], shared["true_solar_time"]) == (zone, named["true_solar_time"])
