@@ -76,9 +76,9 @@ class Visit:
 
 
 @contextlib.contextmanager
-def visiting(browser, base_url: str, width: int = 1100, height: int = 900) -> Iterator[Visit]:
+def visiting(browser, base_url: str, width: int = 1100, height: int = 900, scripts: bool = True) -> Iterator[Visit]:
     """A page in a browser context of its own (no cookies or cache from other tests), closed afterwards."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=scripts)
     context.set_default_timeout(FIRST_ANSWER_MS)
     page = context.new_page()
     visit = Visit(page, base_url)
@@ -152,6 +152,28 @@ def test_share_link_shows_the_apis_result_on_a_phone_screen(phone_visit, live_se
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     screenshot(page, "page-share-link-phone.png")
     visit.assert_clean()
+
+
+# A real village's name, 58 letters without a break; the gazetteer knows it.
+LLANFAIRPWLL = "Llanfairpwllgwyngyllgogerychwyrndrobwllllantysiliogogogoch"
+
+
+@pytest.mark.parametrize("place_name", [LLANFAIRPWLL, LLANFAIRPWLL + "x"])  # a result, and a 404's message
+def test_a_long_unbroken_name_wraps_on_a_phone_screen(phone_visit, place_name):
+    page = phone_visit.page
+    page.goto(phone_visit.base_url + "/?" + urlencode({"date": "2026-07-14", "local_time": "14:30",
+                                                       "place_name": place_name}))
+    page.locator("#result:visible, #problem:visible").first.wait_for()
+    assert place_name in page.locator("main").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, f"page-long-name-{len(place_name)}-phone.png")
+
+
+def test_without_javascript_the_page_says_it_needs_it_and_where_the_api_is(browser, live_server):
+    with visiting(browser, live_server, scripts=False) as visit:
+        visit.page.goto(live_server + "/?" + urlencode(KASHGAR_SHARE))
+        notice = visit.page.locator(".noscript").inner_text()
+        assert "needs JavaScript" in notice and "/api/v1/solar-time" in notice
 
 
 def paris_by_coordinates(visit: Visit) -> Page:
