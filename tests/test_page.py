@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import logging
 from html.parser import HTMLParser
 from urllib.parse import urlencode
 
@@ -146,6 +147,22 @@ async def test_every_form_control_has_a_label_and_every_description_exists(api):
     assert unlabelled == []
     assert set(outline.described_by) <= outline.ids
     assert {"status", "problem"} <= outline.ids  # the live regions the script announces in
+
+
+async def test_static_files_carry_the_services_headers(api):
+    for path in ("/static/page.js", "/static/nothing.js"):
+        reply = await api(path)
+        assert reply.headers["X-Content-Type-Options"] == "nosniff", path
+        assert reply.headers["Referrer-Policy"] == "no-referrer", path
+        assert "Server" not in reply.headers, path
+
+
+@pytest.mark.parametrize("path", ["/static/page.js%00.css", "/static/%00", "/static/" + "x" * 5000 + ".js",
+                                  "/static/%ff.js", "/static/..%2f..%2fapp.py"])
+async def test_a_static_path_no_file_can_have_is_refused_not_a_server_error(api, caplog, path):
+    reply = await api(path)
+    assert reply.status in {400, 403, 404}, path
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
 
 
 async def test_head_of_the_page_is_its_get_without_the_body(api):

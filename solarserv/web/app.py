@@ -15,7 +15,7 @@ from solarserv.keys import SERVER_WAIT_FOR_WRITER_SECONDS, KeyStore
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
 from solarserv.web import api, console, page
-from solarserv.web.base import NotFoundHandler
+from solarserv.web.base import BaseHandler, NotFoundHandler
 from solarserv.web.console import ConsoleSecrets
 
 if TYPE_CHECKING:
@@ -24,6 +24,16 @@ if TYPE_CHECKING:
 WEB_DIR = Path(__file__).parent
 
 log = logging.getLogger("solarserv")
+
+
+class StaticFiles(tornado.web.StaticFileHandler, BaseHandler):
+    """/static/: Tornado's file serving, with this service's headers (nosniff, no Server) and error answers."""
+
+    def validate_absolute_path(self, root: str, absolute_path: str) -> str | None:
+        try:
+            return super().validate_absolute_path(root, absolute_path)
+        except ValueError:  # a path no file can have (an embedded NUL byte): os.path.realpath refuses it
+            raise tornado.web.HTTPError(404) from None
 
 
 @dataclass
@@ -85,5 +95,6 @@ def make_app(settings: Any, services: Services | None = None) -> tornado.web.App
         xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
         template_path=str(WEB_DIR / "templates"),
         static_path=str(WEB_DIR / "static"),
+        static_handler_class=StaticFiles,
         log_function=console.log_request,
     )
