@@ -165,6 +165,14 @@ async def test_a_static_path_no_file_can_have_is_refused_not_a_server_error(api,
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
 
 
+@pytest.mark.parametrize("path", ["/", "/static/page.js"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+async def test_a_method_the_page_and_its_files_do_not_answer_is_405_naming_those_they_do(api, path, method):
+    reply = await api(path, method, None if method == "DELETE" else "x=1")
+    assert reply.status == 405  # not the 403 of a form without its XSRF token: no form posts here
+    assert reply.headers["Allow"] == "GET, HEAD"
+
+
 async def test_head_of_the_page_is_its_get_without_the_body(api):
     got, head = await api("/"), await api("/", "HEAD")
     assert head.status == 200 and head.body == b""

@@ -44,6 +44,13 @@ class BaseHandler(tornado.web.RequestHandler):
         GET; 405 where there is no GET."""
         return self.get(*args)
 
+    def check_xsrf_cookie(self) -> None:
+        """Tornado calls this before any handler code, for every method but GET, HEAD and OPTIONS. Only a method
+        this handler defines can take a form: any other is answered 405 naming those it does (set_allow_header),
+        not 403 as a form without its XSRF token."""
+        if self.request.method in self.defined_methods():
+            super().check_xsrf_cookie()
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         self.set_allow_header(status_code)
         super().write_error(status_code, **kwargs)
@@ -53,11 +60,14 @@ class BaseHandler(tornado.web.RequestHandler):
         GET unless HEAD is the method refused (the console's login link refuses it)."""
         if status != 405:
             return
-        methods = [method for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
-                   if getattr(type(self), method.lower()) is not getattr(tornado.web.RequestHandler, method.lower())]
+        methods = self.defined_methods()
         if "GET" in methods and self.request.method != "HEAD":
             methods.insert(1, "HEAD")
         self.set_header("Allow", ", ".join(methods))
+
+    def defined_methods(self) -> list[str]:
+        return [method for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+                if getattr(type(self), method.lower()) is not getattr(tornado.web.RequestHandler, method.lower())]
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         if isinstance(value, KeyStoreBusy):
