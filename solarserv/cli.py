@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import tornado.httpserver
 import tornado.netutil
 import tornado.process
 
@@ -121,7 +120,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     """
     from solarserv.geo.offline import read_towns
     from solarserv.ratelimit import redis_refusal
-    from solarserv.web.app import Services, make_app
+    from solarserv.web.app import Services, make_app, make_server
     from solarserv.web.console import ConsoleSecrets
 
     _check_data_dir(Path(settings.data_dir))
@@ -161,7 +160,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
             asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
         services = Services.build(settings, console, towns)
         await services.limiter.check_redis()  # logs whether Redis answers before the ready line
-        server = tornado.httpserver.HTTPServer(make_app(settings, services), xheaders=False)
+        server = make_server(make_app(settings, services))
         server.add_sockets(sockets)
         _announce(f"solarserv {solarserv.__version__} ready at {base_url}/")
         if worker in (None, 0):

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import tornado.httpclient
-import tornado.httpserver
 import tornado.ioloop
 import tornado.netutil
 from counters import RedisServer
@@ -21,7 +20,7 @@ from servers import serving_in_thread
 
 from solarserv import config
 from solarserv.geo import gazetteer
-from solarserv.web.app import Services, make_app
+from solarserv.web.app import Services, make_app, make_server
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -87,6 +86,17 @@ def redis_url():
 def app(base_settings, services):
     """The application pytest-tornasync serves on a loopback port for `http_server_client`."""
     return make_app(base_settings, services)
+
+
+@pytest.fixture
+def http_server(request, io_loop, http_server_port, app):
+    """Replaces pytest-tornasync's fixture, whose server has Tornado's default limits, not those of
+    `solarserv serve` (make_server)."""
+    server = make_server(app)
+    server.add_socket(http_server_port[0])
+    yield server
+    server.stop()
+    io_loop.run_sync(server.close_all_connections, timeout=request.config.option.async_test_timeout)
 
 
 @dataclasses.dataclass

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import tornado.httpserver
 import tornado.netutil
 
 from solarserv import config
-from solarserv.web.app import Services, make_app
+from solarserv.web.app import Services, make_app, make_server
 
 
 def start_solarserv(arguments: Sequence[str], log_path: Path) -> subprocess.Popen:
@@ -53,7 +52,7 @@ def serving_in_thread(settings: Any, build_services: Callable[[], Services]) -> 
 
         async def start() -> None:
             sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            server = tornado.httpserver.HTTPServer(make_app(settings, services))
+            server = make_server(make_app(settings, services))
             server.add_sockets(sockets)
             state.update(loop=loop, server=server, port=sockets[0].getsockname()[1])
 

@@ -285,6 +285,12 @@ async def test_forms_without_the_xsrf_token_are_refused(browser, keys):
     assert keys.all() == []
 
 
+async def test_a_form_over_16_kib_is_refused_as_too_large_on_the_console_page(browser):
+    reply = await browser.post("/console/login", {"token": ADMIN_TOKEN, "padding": "x" * 20_000})
+    assert reply.code == 413 and "413 Request Entity Too Large" in browser.text(reply)  # its own error page
+    assert SESSION_COOKIE not in browser.cookies
+
+
 async def test_login_attempts_are_limited_per_client(browser):
     for _ in range(LOGIN_ATTEMPTS_PER_MINUTE):
         assert (await browser.post("/console/login", {"token": "guess"})).code == 403

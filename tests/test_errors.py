@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import socket
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -12,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solarserv.pipeline import Pipeline
-from solarserv.web.api import MAX_BODY_BYTES
 from solarserv.web.app import Services, make_app
+from solarserv.web.body import MAX_BODY_BYTES, MAX_DRAINED_BYTES
 
 PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
 FIELD_NAMES = ["date", "local_time", "latitude", "longitude", "place_name"]
@@ -107,6 +108,68 @@ def test_a_body_declared_too_large_is_refused_unread_and_the_answer_says_the_con
         assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
     finally:
         connection.close()
+
+
+# Every path reads its body the same way (solarserv.web.body), the solar-time endpoint's as any other.
+OTHER_PATHS = ["/nope", "/healthz", "/api/v1/equation-of-time?year=2026"]
+
+
+@pytest.mark.parametrize("path", OTHER_PATHS)
+async def test_a_body_over_16_kib_is_refused_with_an_envelope_on_every_path(api, path):
+    reply = await api(path, "POST", "x" * 20_000, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert_envelope(reply, 413, "REQUEST_TOO_LARGE")
+
+
+@pytest.mark.parametrize("path", OTHER_PATHS)
+@pytest.mark.parametrize("declared", [MAX_BODY_BYTES + 1, 200_000_000])  # the second over Tornado's 100 MB
+def test_a_body_declared_too_large_is_refused_unread_on_every_path(live_server, path, declared):
+    connection = http.client.HTTPConnection(urlsplit(live_server).netloc, timeout=30)
+    try:
+        connection.putrequest("POST", path)
+        connection.putheader("Content-Length", str(declared))
+        connection.endheaders()  # and no body: the answer must not wait for it
+        response = connection.getresponse()
+        assert response.status == 413 and response.getheader("Connection") == "close"
+        assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("path", OTHER_PATHS)
+def test_a_chunked_body_over_16_kib_is_refused_and_the_connection_kept(live_server, path):
+    connection = http.client.HTTPConnection(urlsplit(live_server).netloc, timeout=30)
+    body = b"x" * 40_000
+    try:
+        connection.request("POST", path, body=(body[i:i + 4096] for i in range(0, len(body), 4096)),
+                           encode_chunked=True)
+        address = connection.sock.getsockname()
+        response = connection.getresponse()
+        assert response.status == 413 and response.getheader("Connection") is None
+        assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
+        connection.request("GET", "/healthz")
+        assert connection.getresponse().status == 200 and connection.sock.getsockname() == address
+    finally:
+        connection.close()
+
+
+def test_a_chunked_body_still_coming_after_a_mebibyte_is_refused_at_once(live_server):
+    host, port = urlsplit(live_server).hostname, urlsplit(live_server).port
+    with socket.create_connection((host, port), timeout=30) as client:
+        client.sendall(b"POST /nope HTTP/1.1\r\nHost: solarserv\r\nTransfer-Encoding: chunked\r\n\r\n")
+        piece = b"x" * 65536
+        for _ in range(MAX_DRAINED_BYTES // len(piece)):
+            client.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        client.sendall(b"1\r\nx")  # one byte more, and the body goes on: the answer must not wait for its end
+        response = http.client.HTTPResponse(client)
+        response.begin()
+        assert response.status == 413 and response.getheader("Connection") == "close"
+        assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
+
+
+@pytest.mark.parametrize("path", ["/", "/static/page.js"])
+async def test_a_body_over_16_kib_is_refused_by_the_page_and_its_files(api, path):
+    reply = await api(path, "POST", "x" * 20_000, {"Content-Type": "text/plain"})
+    assert reply.status == 413  # before the 405 of a method they do not answer: the body comes first
 
 
 async def test_unknown_path_and_method_are_envelopes(api):

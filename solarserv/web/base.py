@@ -26,6 +26,7 @@ _HTTP_CODES = {
 }
 
 
+@tornado.web.stream_request_body  # only so that solarserv.web.body's BodyReader decides when the handler starts
 class BaseHandler(tornado.web.RequestHandler):
     def set_default_headers(self) -> None:
         self.set_header("X-Content-Type-Options", "nosniff")
@@ -36,6 +37,22 @@ class BaseHandler(tornado.web.RequestHandler):
     def services(self) -> Any:
         """The application's services (settings, pipeline, …): see solarserv.web.app.Services."""
         return self.application.settings["services"]
+
+    def prepare(self) -> None:
+        self.check_body()
+
+    def check_body(self) -> None:
+        """Refuse the request if its body could not be taken (solarserv.web.body: over 16 KiB, a form Tornado
+        cannot read). Called in ``prepare``, after any check that must come first."""
+        refusal = self.request.body_reader.refusal
+        if refusal is not None:
+            raise refusal
+
+    def finish(self, chunk: Any = None) -> Any:
+        if self.request.body_reader.left_unread:
+            # Tornado closes the connection after this answer rather than read the body: say so (RFC 9112 §9.6).
+            self.set_header("Connection", "close")
+        return super().finish(chunk)
 
     def head(self, *args: str) -> Any:
         """HEAD is GET without the body (RFC 9110 §9.3.2): Tornado routes it to ``head``, which answers 405
@@ -90,6 +107,7 @@ class ApiHandler(BaseHandler):
             await self._admit()
             if self.admission.refusal is not None:
                 raise self.admission.refusal
+        self.check_body()
 
     async def _admit(self) -> None:
         """Count the request and set the rate-limit headers; the caller decides what a refusal means."""
@@ -144,7 +162,8 @@ def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
         return exception
     if isinstance(exception, tornado.web.HTTPError) and exception.status_code < 500:
         code = _HTTP_CODES.get(exception.status_code, f"HTTP_{exception.status_code}")
-        return ApiError(code, exception.status_code, exception.log_message or exception.reason
+        message = exception.log_message % exception.args if exception.args else exception.log_message
+        return ApiError(code, exception.status_code, message or exception.reason
                         or tornado.web.httputil.responses.get(exception.status_code, "Error"))
     if status_code < 500:
         return ApiError(_HTTP_CODES.get(status_code, f"HTTP_{status_code}"), status_code,
@@ -170,5 +189,6 @@ class NotFoundHandler(ApiHandler):
         await self._admit()
         if self.admission.over_limit:
             raise self.admission.refusal
+        self.check_body()
         raise ApiError("NOT_FOUND", 404, f"There is nothing at {self.request.path}. The API lives under "
                                          "/api/v1/ (POST or GET /api/v1/solar-time).")

@@ -153,7 +153,9 @@ class ConsoleHandler(BaseHandler):
 
     def check_xsrf_cookie(self) -> None:
         """A form posted with a session must carry that session's token; one without a session (logging
-        in) is checked as Tornado does, against the _xsrf cookie."""
+        in) is checked as Tornado does, against the _xsrf cookie. A body that could not be taken (over 16 KiB)
+        is refused as such, not as a form without its token."""
+        self.check_body()
         if not self.current_user:
             super().check_xsrf_cookie()
             return
@@ -171,6 +173,7 @@ class ConsoleHandler(BaseHandler):
             super().log_exception(typ, value, tb)
 
     def prepare(self) -> None:
+        super().prepare()
         if self.access is Access.ADMIN and not self.current_user:
             if self.request.method in ("GET", "HEAD"):
                 self.redirect(f"{LOGIN_PATH}?{urlencode({'next': self.request.uri})}")

@@ -1,0 +1,107 @@
+"""How every request's body is read: at most MAX_BODY_BYTES of it is kept, and a longer one is refused.
+
+Left to itself, Tornado reads a body whole into memory, up to 100 MB, before any handler code runs, and answers a
+longer one with a bare 400 and a dropped connection. Instead, the application puts a ``BodyReader`` between Tornado
+and each request's handler (``app.Application.get_handler_delegate``). It keeps the body while it fits, and what it
+could not take becomes a refusal that the handler raises in ``prepare`` (``BaseHandler.check_body``): so the answer
+is the handler's own (the API's error envelope, the console's error page), after the checks that come first (the
+API counts every request and answers 429 before anything else).
+
+A refused body is read on to its end and dropped, so that the answer leaves a keep-alive connection open for the
+next request. Two are refused at once, before their body is read, and that answer says ``Connection: close``, as
+Tornado then closes the connection rather than read on: a body declared (Content-Length) over the limit, which would
+be read for nothing, and a body sent in chunks that is still arriving after MAX_DRAINED_BYTES.
+
+Every handler is declared to stream its body (``BaseHandler``) only so that the reader decides when it starts:
+Tornado starts a streaming handler when told that the headers are in, and waits for its ``prepare`` to return. The
+reader tells it once the body is in (or at once, to refuse it), having set ``request.body`` and the form arguments as
+Tornado does for a handler that does not stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+import tornado.httputil
+import tornado.web
+
+MAX_BODY_BYTES = 16 * 1024
+MAX_DRAINED_BYTES = 1024 * 1024
+
+
+class BodyReader(tornado.httputil.HTTPMessageDelegate):
+    """Reads one request's body for its handler's delegate, then starts the handler (see the module)."""
+
+    def __init__(self, handler: tornado.httputil.HTTPMessageDelegate,
+                 request: tornado.httputil.HTTPServerRequest) -> None:
+        self._handler = handler
+        self._request = request
+        self._head: tuple[tornado.httputil.RequestStartLine, tornado.httputil.HTTPHeaders] | None = None
+        self._body = bytearray()
+        self._received = 0
+        self._started = False
+        # What the handler raises in prepare, if anything: the body could not be taken.
+        self.refusal: tornado.web.HTTPError | None = None
+        # The handler answers before the body is read, and Tornado then closes the connection.
+        self.left_unread = False
+        request.body_reader = self  # how the handler finds both (BaseHandler)
+
+    def headers_received(self, start_line: tornado.httputil.RequestStartLine,
+                         headers: tornado.httputil.HTTPHeaders) -> Awaitable[None] | None:
+        self._head = (start_line, headers)
+        declared = headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            self.refusal = _too_large()
+            return self._start_unread()
+        return None
+
+    def data_received(self, chunk: bytes) -> Awaitable[None] | None:
+        if self._started:  # refused unread, and the handler, which did not answer at once, gets no body
+            return None
+        self._received += len(chunk)
+        if self._received <= MAX_BODY_BYTES:
+            self._body += chunk
+        elif self.refusal is None:
+            self.refusal = _too_large()
+            self._body.clear()
+        if self._received > MAX_DRAINED_BYTES:
+            return self._start_unread()
+        return None
+
+    def finish(self) -> None:
+        if not self._started:
+            self._request.body = bytes(self._body)
+            self.refusal = self.refusal or self._read_form()
+            self._start()
+        self._handler.finish()  # the streaming handler's body is in: its method may run
+
+    def on_connection_close(self) -> None:
+        if self._started:
+            self._handler.on_connection_close()
+
+    def _start(self) -> Awaitable[None] | None:
+        self._started = True
+        start_line, headers = self._head
+        return self._handler.headers_received(start_line, headers)  # waits for the handler's prepare
+
+    def _start_unread(self) -> Awaitable[None] | None:
+        self.left_unread = True
+        return self._start()
+
+    def _read_form(self) -> tornado.web.HTTPError | None:
+        """The form fields of a form body, as Tornado reads them for a handler that does not stream."""
+        request = self._request
+        if not request.body:
+            return None
+        try:
+            tornado.httputil.parse_body_arguments(request.headers.get("Content-Type", ""), request.body,
+                                                  request.body_arguments, request.files, request.headers)
+        except tornado.httputil.HTTPInputError as exc:
+            return tornado.web.HTTPError(400, "Invalid body: %s", exc)
+        for name, values in request.body_arguments.items():
+            request.arguments.setdefault(name, []).extend(values)
+        return None
+
+
+def _too_large() -> tornado.web.HTTPError:
+    return tornado.web.HTTPError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
