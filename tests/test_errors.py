@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import logging
@@ -170,6 +171,18 @@ def test_a_chunked_body_still_coming_after_a_mebibyte_is_refused_at_once(live_se
 async def test_a_body_over_16_kib_is_refused_by_the_page_and_its_files(api, path):
     reply = await api(path, "POST", "x" * 20_000, {"Content-Type": "text/plain"})
     assert reply.status == 413  # before the 405 of a method they do not answer: the body comes first
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate"])
+async def test_a_compressed_body_is_415_naming_its_content_encoding(api, encoding):
+    body = gzip.compress(json.dumps(PARIS).encode())  # whatever it says, the service decodes none
+    reply = await api("/api/v1/solar-time", "POST", body,
+                      {"Content-Type": "application/json", "Content-Encoding": encoding})
+    assert f"Content-Encoding: {encoding}" in assert_envelope(reply, 415, "UNSUPPORTED_MEDIA_TYPE")["message"]
+    assert "X-RateLimit-Remaining" in reply.headers  # counted like any answer
+    plain = await api("/api/v1/solar-time", "POST", json.dumps(PARIS),
+                      {"Content-Type": "application/json", "Content-Encoding": "identity"})
+    assert plain.status == 200
 
 
 async def test_unknown_path_and_method_are_envelopes(api):

@@ -71,7 +71,7 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
     def finish(self) -> None:
         if not self._started:
             self._request.body = bytes(self._body)
-            self.refusal = self.refusal or self._read_form()
+            self.refusal = self.refusal or _unsupported_encoding(self._request) or self._read_form()
             self._start()
         self._handler.finish()  # the streaming handler's body is in: its method may run
 
@@ -101,6 +101,15 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
         for name, values in request.body_arguments.items():
             request.arguments.setdefault(name, []).extend(values)
         return None
+
+
+def _unsupported_encoding(request: tornado.httputil.HTTPServerRequest) -> tornado.web.HTTPError | None:
+    """A body is taken as sent: a compressed one (gzip, br, …) would otherwise read as bytes that are not JSON."""
+    encoding = request.headers.get("Content-Encoding", "identity")
+    if not request.body or encoding.strip().lower() == "identity":
+        return None
+    return tornado.web.HTTPError(415, "The request body has Content-Encoding: %s, which this service does not "
+                                      "decode; send it without one (uncompressed).", encoding[:40])
 
 
 def _too_large() -> tornado.web.HTTPError:
