@@ -18,6 +18,7 @@ from solarserv.models import SolarQuery
 from solarserv.solar.ephemeris import EPHEMERIS_NAME, SUPPORTED_FIRST_DATE, SUPPORTED_LAST_DATE
 from solarserv.text import has_hidden_characters
 
+FIELD_NAMES = ("date", "local_time", "place_name", "latitude", "longitude")
 PLACE_NAME_MAX_LENGTH = 200
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TIME = re.compile(r"([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?")
@@ -35,16 +36,9 @@ def parse_json_fields(body: Any) -> SolarQuery:
 
 
 def parse_query_fields(arguments: Mapping[str, list[bytes]]) -> SolarQuery:
-    """GET query parameters (Tornado's request.query_arguments): numbers arrive as text."""
-    fields: dict[str, Any] = {}
-    for name, values in arguments.items():
-        if len(values) > 1:
-            raise malformed(f"The query parameter {name} is given {len(values)} times; give it once.")
-        try:
-            fields[name] = values[0].decode("utf-8")
-        except UnicodeDecodeError:
-            raise malformed(f"The query parameter {name} is not valid UTF-8.") from None
-    return _parse(fields, _text_number)
+    """GET query parameters (Tornado's request.query_arguments): numbers arrive as text. Only the fields are
+    read: any other parameter (a link tracker's, say) is ignored however it is given."""
+    return _parse({name: _query_value(arguments, name) for name in FIELD_NAMES}, _text_number)
 
 
 def parse_year(text: str | None) -> int:
@@ -58,6 +52,19 @@ def parse_year(text: str | None) -> int:
         raise malformed(f"year {text} is outside the supported range {first} to {last} (the span of the "
                         f"{EPHEMERIS_NAME} ephemeris used).")
     return int(text)
+
+
+def _query_value(arguments: Mapping[str, list[bytes]], name: str) -> str | None:
+    """The text of the query parameter ``name``, None when it is not given."""
+    values = arguments.get(name)
+    if values is None:
+        return None
+    if len(values) > 1:
+        raise malformed(f"The query parameter {name} is given {len(values)} times; give it once.")
+    try:
+        return values[0].decode("utf-8")
+    except UnicodeDecodeError:
+        raise malformed(f"The query parameter {name} is not valid UTF-8.") from None
 
 
 def _parse(fields: Mapping[str, Any], number: Any) -> SolarQuery:

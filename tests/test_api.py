@@ -67,6 +67,12 @@ async def test_get_alias_gives_the_identical_result(api):
     assert by_get.headers["Cache-Control"] == "no-store" and "Etag" not in by_get.headers
 
 
+async def test_get_alias_ignores_parameters_it_does_not_know_however_they_are_given(api):
+    tracked = await api("/api/v1/solar-time?" + urlencode(PARIS_SUMMER) + "&utm_source=a&utm_source=b&ref=%ff")
+    assert tracked.status == 200, tracked.body
+    assert tracked.json() == (await get(api, PARIS_SUMMER)).json()
+
+
 async def test_share_url_reproduces_the_result(api):
     first = (await post(api, PARIS_SUMMER)).json()
     again = await api("/api/v1/solar-time?" + first["share"]["url_params"])

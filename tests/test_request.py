@@ -142,3 +142,8 @@ def test_repeated_query_parameter_is_rejected():
 def test_query_parameter_that_is_not_utf8_is_rejected():
     arguments = {**query_args(PARIS), "date": [b"\xff\xfe"]}
     assert "UTF-8" in rejected(parse_query_fields, arguments).message
+
+
+def test_other_query_parameters_are_ignored_however_they_are_given():
+    arguments = {**query_args(PARIS), "utm_source": [b"a", b"b"], "ref": [b"\xff"], "colour": [b"blue"]}
+    assert parse_query_fields(arguments) == parse_query_fields(query_args(PARIS))
