@@ -41,9 +41,11 @@ def parse_query_fields(arguments: Mapping[str, list[bytes]]) -> SolarQuery:
     return _parse({name: _query_value(arguments, name) for name in FIELD_NAMES}, _text_number)
 
 
-def parse_year(text: str | None) -> int:
-    """The equation-of-time endpoint's ?year=. Every problem is a 400, as on the solar-time GET alias."""
+def parse_year(arguments: Mapping[str, list[bytes]]) -> int:
+    """The equation-of-time endpoint's ?year=, read from the query parameters as the solar-time GET alias reads
+    its fields. Every problem is a 400, as there."""
     first, last = SUPPORTED_FIRST_DATE.year, SUPPORTED_LAST_DATE.year
+    text = _query_value(arguments, "year")
     if text is None:
         raise malformed(f"The query parameter year is required, e.g. year={last}.")
     if not (len(text) == 4 and text.isascii() and text.isdigit()):

@@ -245,6 +245,11 @@ async def test_equation_of_time_answers_the_first_and_last_supported_years(api, 
     ("?year=%EF%BC%92%EF%BC%90%EF%BC%92%EF%BC%96", "four-digit year"),  # ２０２６, full-width digits
     ("?year=1899", "supported range 1900 to 2050"),
     ("?year=2051", "supported range 1900 to 2050"),
+    # Read as the solar-time GET alias reads its fields: once, as sent, and in UTF-8.
+    ("?year=abc&year=2026", "given 2 times"),
+    ("?year=%202026%20", "got ' 2026 '"),
+    ("?year=20%0026", "got '20\\x0026'"),
+    ("?year=%ff", "year is not valid UTF-8"),
 ])
 async def test_equation_of_time_refuses_a_bad_year_with_the_envelope(api, query, words):
     reply = await api("/api/v1/equation-of-time" + query)

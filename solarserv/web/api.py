@@ -32,7 +32,7 @@ class EquationOfTimeHandler(ApiHandler):
     chart)."""
 
     async def get(self) -> None:
-        year = request_fields.parse_year(self.get_query_argument("year", None))
+        year = request_fields.parse_year(self.request.query_arguments)
         self.write_json(await self.services.pipeline.equation_of_time(year))
 
 
