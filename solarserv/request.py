@@ -8,9 +8,9 @@ GET alias answers both with 400 (spec: invalid query parameters give 400). Unkno
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from solarserv.errors import invalid, malformed
@@ -90,7 +90,7 @@ def _parse(fields: Mapping[str, Any], number: Any) -> SolarQuery:
         raise invalid(f"latitude and longitude must be given together; {missing} is missing.")
     _check_range("latitude", latitude, 90)
     _check_range("longitude", longitude, 180)
-    return SolarQuery(date, local_time, latitude=latitude, longitude=longitude)
+    return SolarQuery(date, local_time, latitude=float(latitude), longitude=float(longitude))
 
 
 def _required_string(fields: Mapping[str, Any], name: str) -> str:
@@ -108,38 +108,40 @@ def _optional_string(fields: Mapping[str, Any], name: str) -> str | None:
     return _required_string(fields, name)
 
 
-def _json_number(fields: Mapping[str, Any], name: str) -> float | None:
+def _json_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
+    """A number as JSON decodes it for the API (api._decode_json: a Decimal, exact whatever its size), or as a
+    Python caller gives it (the CLI: int or float)."""
     value = fields.get(name)
     if value is None:
         return None
     # bool is an int subclass in Python; true/false are not coordinates.
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise malformed(f"The field {name} must be a JSON number of decimal degrees.")
-    try:
-        return _finite(name, float(value))
-    except OverflowError:  # a JSON integer with hundreds of digits
-        raise invalid(f"{name} must be a finite number.") from None
+    # str: a float's shortest form, so 180.0001 stays 180.0001, not its binary expansion.
+    number = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    if not number.is_finite():  # only a Python float can be: JSON has no NaN or Infinity
+        raise invalid(f"{name} must be a finite number.")
+    return number
 
 
-def _text_number(fields: Mapping[str, Any], name: str) -> float | None:
+def _text_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
     text = fields.get(name)
     if text is None:
         return None
     if not _DECIMAL.fullmatch(text):
         raise malformed(f"The parameter {name} must be a number of decimal degrees, got {text!r}.")
-    return _finite(name, float(text))
+    return Decimal(text)
 
 
-def _finite(name: str, value: float) -> float:
-    if not math.isfinite(value):
-        raise invalid(f"{name} must be a finite number.")
-    return value
-
-
-def _check_range(name: str, value: float, limit: int) -> None:
+def _check_range(name: str, value: Decimal, limit: int) -> None:
     if not -limit <= value <= limit:
-        # repr, not a rounded form: 180.0001 must not read "got 180".
-        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {value!r}.")
+        # As sent, not rounded: 180.0001 must not read "got 180", nor 1e400 "got inf".
+        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {_shortened(str(value))}.")
+
+
+def _shortened(text: str) -> str:
+    """``text`` whole when short; else its start and its length (a number can have thousands of digits)."""
+    return text if len(text) <= 40 else f"{text[:20]}… ({len(text)} characters)"
 
 
 def _parse_date(text: str) -> dt.date:

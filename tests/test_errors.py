@@ -57,6 +57,22 @@ async def test_wrong_json_types_are_400(api):
     assert "latitude" in assert_envelope(reply, 400, "INVALID_REQUEST")["message"]
 
 
+@pytest.mark.parametrize("number,shown", [
+    ("1e400", "1E+400"),  # a finite JSON number, however far beyond a double's range
+    ("1" + "0" * 400, "10000000000000000000… (401 characters)"),
+    ("9" * 4301, "99999999999999999999… (4301 characters)"),  # past Python's 4,300-digit limit on int()
+    ("-90.0000000000000000001", "-90.0000000000000000001"),  # exact, where a double would round it into range
+])
+async def test_a_huge_json_number_is_refused_as_out_of_range(api, number, shown):
+    body = '{"date": "2026-07-14", "local_time": "14:30", "longitude": 2.35, "latitude": ' + number + "}"
+    error = assert_envelope(await api("/api/v1/solar-time", "POST", body, {"Content-Type": "application/json"}),
+                            422, "INVALID_REQUEST")
+    assert error["message"] == f"latitude must be between -90 and 90 degrees, got {shown}."
+    query = urlencode({**PARIS, "latitude": number})
+    error = assert_envelope(await api(f"/api/v1/solar-time?{query}"), 400, "INVALID_REQUEST")
+    assert error["message"] == f"latitude must be between -90 and 90 degrees, got {shown}."
+
+
 async def test_nonexistent_local_time_names_the_transition(api):
     fields = {**PARIS, "date": "2026-03-29", "local_time": "02:30"}
     error = assert_envelope(await api("/api/v1/solar-time", "POST", fields), 422, "INVALID_REQUEST")

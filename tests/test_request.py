@@ -74,8 +74,10 @@ def test_neither_mode_is_400():
     ({"longitude": -180.01}, "longitude must be between -180 and 180"),
     ({"longitude": 180.0001}, "got 180.0001."),  # the value as sent, not rounded into the range
     ({"latitude": 90.0000001}, "got 90.0000001."),
-    ({"latitude": 1e400}, "finite"),
-    ({"longitude": 10**400}, "finite"),
+    ({"latitude": float("inf")}, "finite"),  # a Python caller's float: JSON has no infinity
+    ({"latitude": float("nan")}, "finite"),
+    ({"longitude": 10**400}, "longitude must be between -180 and 180 degrees, got 10000000000000000000… (401 "
+                             "characters)."),
     ({"date": "2026-02-30"}, "not a real calendar date"),
     ({"date": "2026-7-14"}, "YYYY-MM-DD"),
     ({"date": "14/07/2026"}, "YYYY-MM-DD"),
