@@ -176,4 +176,7 @@ def _check_place_name(raw: str) -> str:
     if has_hidden_characters(name):
         raise invalid("place_name must not contain control, unassigned or layout characters (line "
                       "separators, bidirectional overrides).")
+    if not any(character.isalnum() for character in name):
+        # Names are compared by their letters and digits alone (geo.matching.fold): this one would match nothing.
+        raise invalid(f"place_name must contain a letter or a digit, got {name!r}.")
     return name
