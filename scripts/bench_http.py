@@ -71,6 +71,7 @@ CANNED_JSON_PATH = "/canned-json"  # the hello-world server's reference for HTTP
 CONNECTIONS = 8
 DURATION_SECONDS = 10.0
 WARM_UP_SECONDS = 3.0
+REQUEST_TIMEOUT_SECONDS = 10.0  # an answer not back by then counts as failed (wrk's --timeout; the asyncio client's)
 START_TIMEOUT_SECONDS = 120.0  # the first start on a fresh data dir builds the gazetteer index (~15 s)
 RATE_LIMIT_OUT_OF_THE_WAY = 1_000_000_000  # ANON_RPM: the benchmark measures work, not refusals
 GOAL_RATIO, GOAL_P99_MS = 0.40, 50.0  # the issue's goal for the full coordinate-mode API
@@ -358,7 +359,7 @@ def wrk_load(base_url: str, requests: Sequence[Request], connections: int, secon
     # rest of the machine to the servers.
     completed = subprocess.run(
         ["wrk", "--threads", "1", "--connections", str(connections), "--duration", f"{seconds:g}s",
-         "--timeout", "10s", "--script", str(script), base_url],
+         "--timeout", f"{REQUEST_TIMEOUT_SECONDS:g}s", "--script", str(script), base_url],
         capture_output=True, text=True, check=True)
     match = re.search(r"wrk-result (.*)", completed.stdout)
     if not match:
@@ -418,20 +419,28 @@ async def _asyncio_load(base_url: str, requests: Sequence[Request], connections:
     deadline = time.perf_counter() + seconds
 
     async def connection(first: int) -> None:
-        reader, writer = await asyncio.open_connection(address.hostname, address.port)
+        """One keep-alive connection in a closed loop; as wrk does, a connection that fails (refused,
+        closed, an answer that is not HTTP or is not back in REQUEST_TIMEOUT_SECONDS) counts as failed and
+        is replaced by a new one until the deadline."""
         index = first
-        try:
-            while time.perf_counter() < deadline:
-                sent = time.perf_counter()
-                writer.write(raw[index % len(raw)])
-                status = await _read_response(reader)
-                latencies.append(time.perf_counter() - sent)
-                failures["status"] += not 200 <= status < 300
-                index += 1
-        except (OSError, asyncio.IncompleteReadError):
-            failures["socket"] += 1
-        finally:
-            writer.close()
+        while time.perf_counter() < deadline:
+            writer = None
+            try:
+                async with asyncio.timeout(REQUEST_TIMEOUT_SECONDS):
+                    reader, writer = await asyncio.open_connection(address.hostname, address.port)
+                while time.perf_counter() < deadline:
+                    sent = time.perf_counter()
+                    writer.write(raw[index % len(raw)])
+                    index += 1
+                    async with asyncio.timeout(REQUEST_TIMEOUT_SECONDS):
+                        status = await _read_response(reader)
+                    latencies.append(time.perf_counter() - sent)
+                    failures["status"] += not 200 <= status < 300
+            except (OSError, asyncio.IncompleteReadError, TimeoutError):
+                failures["socket"] += 1
+            finally:
+                if writer is not None:
+                    writer.close()
 
     started = time.perf_counter()
     spread = max(1, len(raw) // connections)
@@ -455,14 +464,21 @@ def _raw_request(request: Request, host: str) -> bytes:
 
 
 async def _read_response(reader: asyncio.StreamReader) -> int:
-    status = int((await reader.readline()).split()[1])
+    status_line = await reader.readline()
+    words = status_line.split()
+    if len(words) < 2 or not words[1].isdigit():  # b"" when the server closed the connection
+        raise ConnectionError(f"no HTTP status line: {status_line[:80]!r}")
     length = 0
-    while (line := await reader.readline()) not in (b"\r\n", b""):
+    while (line := await reader.readline()) != b"\r\n":
+        if not line:
+            raise ConnectionError("the server closed the connection in the middle of an answer")
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
+            if not value.strip().isdigit():
+                raise ConnectionError(f"a malformed header: {line[:80]!r}")
             length = int(value)
     await reader.readexactly(length)
-    return status
+    return int(words[1])
 
 
 CLIENTS = {"wrk": wrk_load, "asyncio": asyncio_load}

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import socket
+import socketserver
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,16 +16,19 @@ import pytest
 from solarserv.solar import fast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-
-# bench_calc compares against libraries of the bench extra only (scripts/bench installs it).
-pytest.importorskip("ephem", reason="the bench extra (pip install -e .[bench]) is not installed")
-pytest.importorskip("astral", reason="the bench extra (pip install -e .[bench]) is not installed")
-import bench_calc  # noqa: E402
+import bench_http  # noqa: E402
 
 ONE_FIT = ((0.0, 0.0, 1.0),)  # equation of time 0, declination 0, distance 1 au all day
+OK_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
 
-def test_the_warm_core_fits_no_day_while_timed_with_more_days_than_the_services_cache(monkeypatch):
+@pytest.fixture
+def bench_calc():
+    # It compares against libraries of the bench extra only (scripts/bench installs it).
+    return pytest.importorskip("bench_calc", reason="needs the bench extra: pip install -e '.[bench]'")
+
+
+def test_the_warm_core_fits_no_day_while_timed_with_more_days_than_the_services_cache(monkeypatch, bench_calc):
     fitted: list[int] = []
 
     def instant_fits(days):  # thousands of days fitted in no time
@@ -36,3 +44,54 @@ def test_the_warm_core_fits_no_day_while_timed_with_more_days_than_the_services_
 
     assert len(row.answers) == len(samples)
     assert sorted(fitted) == sorted(days)  # each day once, in the warm-up
+
+
+# --- the asyncio load client against servers that misbehave ----------------------------------------------
+
+
+@contextlib.contextmanager
+def tcp_server(handle: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A TCP server on loopback treating each connection with `handle` (then closing it); yields its URL."""
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            handle(self.request)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler) as server:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+
+
+def answer_once_then_hang_up(connection: socket.socket) -> None:
+    connection.recv(65536)
+    connection.sendall(OK_ANSWER)
+    connection.recv(65536)
+
+
+def never_answer(connection: socket.socket) -> None:
+    while connection.recv(65536):  # until the client gives up
+        pass
+
+
+def asyncio_load(base_url: str, seconds: float) -> bench_http.Load:
+    return bench_http.asyncio_load(base_url, [bench_http.Request("GET", "/")], 2, seconds, Path("unused"))
+
+
+def test_the_asyncio_client_counts_a_closed_connection_as_failed_and_connects_again():
+    with tcp_server(answer_once_then_hang_up) as base_url:
+        load = asyncio_load(base_url, seconds=0.5)
+    assert load.failed > 0
+    assert load.answered > 2  # more than one answer on each of the two connections: it reconnected
+
+
+@pytest.mark.timeout(60)
+def test_the_asyncio_client_counts_an_answer_that_never_comes_as_failed(monkeypatch):
+    monkeypatch.setattr(bench_http, "REQUEST_TIMEOUT_SECONDS", 0.2)
+    with tcp_server(never_answer) as base_url:
+        load = asyncio_load(base_url, seconds=0.5)
+    assert load.answered == 0
+    assert load.failed >= 2  # each connection's first request timed out
