@@ -73,6 +73,7 @@ DURATION_SECONDS = 10.0
 WARM_UP_SECONDS = 3.0
 REQUEST_TIMEOUT_SECONDS = 10.0  # an answer not back by then counts as failed (wrk's --timeout; the asyncio client's)
 START_TIMEOUT_SECONDS = 120.0  # the first start on a fresh data dir builds the gazetteer index (~15 s)
+LOG_TAIL_LINES = 30  # of a server that failed to start, shown in the message
 RATE_LIMIT_OUT_OF_THE_WAY = 1_000_000_000  # ANON_RPM: the benchmark measures work, not refusals
 GOAL_RATIO, GOAL_P99_MS = 0.40, 50.0  # the issue's goal for the full coordinate-mode API
 SEED = 20240621
@@ -237,6 +238,7 @@ def running(command: Sequence[str], environment: dict[str, str], log_path: Path,
     """Start `command`, wait for `ready_lines` lines "... ready at http://HOST:PORT/" (one per worker)."""
     started = time.perf_counter()
     with open(log_path, "ab") as log:
+        log_start = log.tell()  # the log holds every server's lines: this one's come after
         process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=log,
                                    text=True, start_new_session=True)
     lines: queue.Queue[str | None] = queue.Queue()
@@ -248,10 +250,10 @@ def running(command: Sequence[str], environment: dict[str, str], log_path: Path,
             try:
                 line = lines.get(timeout=max(0.0, started + START_TIMEOUT_SECONDS - time.perf_counter()))
             except queue.Empty:
-                raise SystemExit(f"{' '.join(command)} gave no ready line in {START_TIMEOUT_SECONDS:.0f} s; "
-                                 f"see {log_path}") from None
+                raise SystemExit(f"{' '.join(command)} gave no ready line in {START_TIMEOUT_SECONDS:.0f} s"
+                                 f"{_log_tail(log_path, log_start)}") from None
             if line is None:
-                raise SystemExit(f"{' '.join(command)} exited ({process.wait()}); see {log_path}")
+                raise SystemExit(f"{' '.join(command)} exited ({process.wait()}){_log_tail(log_path, log_start)}")
             if match := _READY.search(line):
                 base_url, seen = match.group(1), seen + 1
         server = Server(process, base_url, time.perf_counter() - started)
@@ -265,9 +267,19 @@ def running(command: Sequence[str], environment: dict[str, str], log_path: Path,
             process.wait()
 
 
+def _log_tail(log_path: Path, start: int) -> str:
+    """The last lines a server wrote to the log from `start` on, for a message: the log itself is deleted
+    with the benchmark's temporary directory as the message ends the script."""
+    with open(log_path, "rb") as log:
+        log.seek(start)
+        tail = "\n".join(log.read().decode(errors="replace").splitlines()[-LOG_TAIL_LINES:])
+    return f"; the end of its log:\n{tail}" if tail else "; it logged nothing"
+
+
 def _forward_lines(stream: Any, lines: queue.Queue[str | None]) -> None:
-    for line in stream:
-        lines.put(line.rstrip("\n"))
+    with stream:  # closed once the server has exited, before None says so
+        for line in stream:
+            lines.put(line.rstrip("\n"))
     lines.put(None)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import socket
 import socketserver
 import sys
@@ -95,3 +96,17 @@ def test_the_asyncio_client_counts_an_answer_that_never_comes_as_failed(monkeypa
         load = asyncio_load(base_url, seconds=0.5)
     assert load.answered == 0
     assert load.failed >= 2  # each connection's first request timed out
+
+
+# --- servers that fail to start --------------------------------------------------------------------------
+
+
+def test_a_server_that_exits_before_it_is_ready_is_reported_with_the_end_of_its_log(tmp_path):
+    log = tmp_path / "servers.log"
+    log.write_text("an earlier server's line\n")
+    failing = [sys.executable, "-c", "import sys; print('starting', file=sys.stderr); sys.exit('no such port')"]
+    with pytest.raises(SystemExit) as stopped, bench_http.running(failing, dict(os.environ), log):
+        pytest.fail("it never became ready")
+    message = str(stopped.value)
+    assert "exited (1); the end of its log:\nstarting\nno such port" in message
+    assert "earlier" not in message
