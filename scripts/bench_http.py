@@ -683,13 +683,17 @@ def run_profile(bench: Bench, output: Path) -> None:
     requests = as_posts(coordinate_queries(dates(DATE_POOL, SEED)))
     with running(solarserv_command(1), solarserv_environment(data_dir), log) as server:
         bench.warm_up(server, requests)  # the first answers also wait for the gazetteer index
-        sampler = subprocess.Popen([py_spy, "record", "--pid", str(server.serving_processes[0].pid),
-                                    "--rate", "200", "--duration", f"{bench.seconds:g}", "--format", "raw",
-                                    "--output", str(output), "--nonblocking"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        load = bench.load(server, requests)
-        if sampler.wait(timeout=bench.seconds + 30) != 0:
-            raise SystemExit(f"py-spy failed: {sampler.stderr.read()}")
+        with subprocess.Popen([py_spy, "record", "--pid", str(server.serving_processes[0].pid),
+                               "--rate", "200", "--duration", f"{bench.seconds:g}", "--format", "raw",
+                               "--output", str(output), "--nonblocking"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as sampler:
+            try:
+                load = bench.load(server, requests)
+                sampled = sampler.wait(timeout=bench.seconds + 30) == 0
+            finally:
+                sampler.kill()  # it has exited, unless the load was cut short (SIGTERM, Ctrl-C)
+            if not sampled:
+                raise SystemExit(f"py-spy failed: {sampler.stderr.read()}")
     print(f"Profiled {load.answered:,} coordinate-mode POSTs ({load.requests_per_second:,.0f}/s, "
           f"{bench.connections} connections); raw samples in {output}\n")
     stages, functions, total = _stage_shares(output.read_text().splitlines())
@@ -821,6 +825,10 @@ def main(argv: list[str] | None = None) -> int:
         serve_web_layer(args.canned_answer)
         return 0
 
+    # The servers run in sessions of their own, out of reach of a signal to this script's process group:
+    # SIGTERM and SIGHUP unwind the script instead, which stops them, wrk and redis-server on the way out.
+    for signal_number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signal_number, _exit_on_signal)
     client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "asyncio")
     with tempfile.TemporaryDirectory(prefix="solarserv-bench-") as work_dir:
         bench = Bench(client, args.connections, args.duration, Path(work_dir))
@@ -829,6 +837,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run_benchmark(bench)
     return 0
+
+
+def _exit_on_signal(signal_number: int, frame: Any) -> None:
+    raise SystemExit(128 + signal_number)  # the status a shell gives a process the signal ended
 
 
 if __name__ == "__main__":

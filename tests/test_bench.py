@@ -5,18 +5,23 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import signal
 import socket
 import socketserver
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from solarserv.solar import fast
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+sys.path.insert(0, str(SCRIPTS))
 import bench_http  # noqa: E402
 
 ONE_FIT = ((0.0, 0.0, 1.0),)  # equation of time 0, declination 0, distance 1 au all day
@@ -110,3 +115,31 @@ def test_a_server_that_exits_before_it_is_ready_is_reported_with_the_end_of_its_
     message = str(stopped.value)
     assert "exited (1); the end of its log:\nstarting\nno such port" in message
     assert "earlier" not in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_to_the_benchmark_stops_its_servers(signal_number):
+    benchmark = subprocess.Popen([sys.executable, str(SCRIPTS / "bench_http.py"), "--duration", "1"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started: list[psutil.Process] = []
+    try:
+        # Its first server said it was ready once the benchmark sends it the first request.
+        while not psutil.Process(benchmark.pid).net_connections("tcp"):
+            assert benchmark.poll() is None, "the benchmark ended before sending a request"
+            time.sleep(0.01)
+        started = psutil.Process(benchmark.pid).children(recursive=True)
+        started += [process for child in started for process in child.children(recursive=True)]
+        assert any("serve" in process.cmdline() for process in started)
+
+        benchmark.send_signal(signal_number)
+        benchmark.wait(timeout=60)
+        _, alive = psutil.wait_procs(started, timeout=30)
+        assert not alive
+        assert benchmark.returncode == 128 + signal_number  # it ended through its own handler
+    finally:
+        benchmark.kill()
+        benchmark.wait()
+        for process in started:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
