@@ -684,7 +684,7 @@ def run_profile(bench: Bench, output: Path) -> None:
     with running(solarserv_command(1), solarserv_environment(data_dir), log) as server:
         bench.warm_up(server, requests)  # the first answers also wait for the gazetteer index
         with subprocess.Popen([py_spy, "record", "--pid", str(server.serving_processes[0].pid),
-                               "--rate", "200", "--duration", f"{bench.seconds:g}", "--format", "raw",
+                               "--rate", "200", "--duration", f"{bench.seconds:.0f}", "--format", "raw",
                                "--output", str(output), "--nonblocking"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as sampler:
             try:
@@ -827,9 +827,12 @@ def main(argv: list[str] | None = None) -> int:
 
     # The servers run in sessions of their own, out of reach of a signal to this script's process group:
     # SIGTERM and SIGHUP unwind the script instead, which stops them, wrk and redis-server on the way out.
+    client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "asyncio")
+    whole_seconds_only = [name for name, used in (("wrk", client == "wrk"), ("py-spy", args.profile)) if used]
+    if whole_seconds_only and not args.duration.is_integer():  # else refused only after servers and loads
+        parser.error(f"--duration {args.duration:g}: whole seconds only ({' and '.join(whole_seconds_only)})")
     for signal_number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signal_number, _exit_on_signal)
-    client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "asyncio")
     with tempfile.TemporaryDirectory(prefix="solarserv-bench-") as work_dir:
         bench = Bench(client, args.connections, args.duration, Path(work_dir))
         if args.profile:

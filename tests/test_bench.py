@@ -143,3 +143,18 @@ def test_sigterm_or_sighup_to_the_benchmark_stops_its_servers(signal_number):
         for process in started:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
+
+
+@pytest.mark.parametrize(("arguments", "refusal"), [
+    (["--profile", "--client", "asyncio"], "--duration 2.5: whole seconds only (py-spy)"),
+    (["--client", "wrk"], "--duration 2.5: whole seconds only (wrk)"),
+    (["--profile", "--client", "wrk"], "--duration 2.5: whole seconds only (wrk and py-spy)"),
+])
+def test_a_duration_in_fractions_of_a_second_is_refused_before_any_load_where_wrk_or_py_spy_runs(
+        monkeypatch, capsys, arguments, refusal):
+    monkeypatch.setattr(bench_http, "run_profile", lambda *_: pytest.fail("it profiled"))
+    monkeypatch.setattr(bench_http, "run_benchmark", lambda *_: pytest.fail("it benchmarked"))
+    with pytest.raises(SystemExit) as stopped:
+        bench_http.main([*arguments, "--duration", "2.5"])
+    assert stopped.value.code == 2
+    assert refusal in capsys.readouterr().err
