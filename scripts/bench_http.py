@@ -356,10 +356,10 @@ def _wait_for_redis(url: str) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Load:
-    requests_per_second: float
-    p50_ms: float
+    requests_per_second: float  # answered with a 2xx status, per second: failures are not throughput
+    p50_ms: float  # latencies of every answer
     p99_ms: float
-    answered: int
+    answered: int  # answers of any status
     failed: int  # non-2xx answers, socket errors, timeouts
 
 
@@ -377,9 +377,10 @@ def wrk_load(base_url: str, requests: Sequence[Request], connections: int, secon
     if not match:
         raise SystemExit(f"wrk printed no result:\n{completed.stdout}\n{completed.stderr}")
     result = {name: float(value) for name, value in (part.split("=") for part in match.group(1).split())}
-    return Load(requests_per_second=result["requests"] / (result["duration_us"] / 1e6),
+    succeeded = result["requests"] - result["not_2xx"]
+    return Load(requests_per_second=succeeded / (result["duration_us"] / 1e6),
                 p50_ms=result["p50_us"] / 1000, p99_ms=result["p99_us"] / 1000,
-                answered=int(result["requests"]), failed=int(result["failed"]))
+                answered=int(result["requests"]), failed=int(result["not_2xx"] + result["socket_errors"]))
 
 
 def _wrk_script(requests: Sequence[Request]) -> str:
@@ -394,6 +395,12 @@ local entries = {{
 }}
 local prepared = {{}}
 local last = 0
+local threads = {{}}
+not_2xx = 0  -- a global: done() reads it from each thread
+
+function setup(thread)
+  table.insert(threads, thread)
+end
 
 function init(args)
   for index, entry in ipairs(entries) do
@@ -408,11 +415,23 @@ function request()
   return prepared[last]
 end
 
+-- wrk's own errors.status counts only statuses above 399. (Defining response() costs wrk little:
+-- measured here, hello-world's rate did not move.)
+function response(status, headers, body)
+  if status < 200 or status > 299 then
+    not_2xx = not_2xx + 1
+  end
+end
+
 function done(summary, latency, requests)
-  local errors = summary.errors
-  io.write(string.format("wrk-result requests=%d duration_us=%d p50_us=%d p99_us=%d failed=%d\\n",
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    errors.status + errors.connect + errors.read + errors.write + errors.timeout))
+  local errors, answers_not_2xx = summary.errors, 0
+  for _, thread in ipairs(threads) do
+    answers_not_2xx = answers_not_2xx + thread:get("not_2xx")
+  end
+  io.write(string.format(
+    "wrk-result requests=%d duration_us=%d p50_us=%d p99_us=%d not_2xx=%d socket_errors=%d\\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), answers_not_2xx,
+    errors.connect + errors.read + errors.write + errors.timeout))
 end
 """
 
@@ -427,7 +446,7 @@ async def _asyncio_load(base_url: str, requests: Sequence[Request], connections:
     address = urllib.parse.urlsplit(base_url)
     raw = [_raw_request(request, address.netloc) for request in requests]
     latencies: list[float] = []
-    failures = collections.Counter()
+    failures = collections.Counter()  # "status": answers not 2xx; "socket": the rest
     deadline = time.perf_counter() + seconds
 
     async def connection(first: int) -> None:
@@ -463,7 +482,7 @@ async def _asyncio_load(base_url: str, requests: Sequence[Request], connections:
     def percentile(share: float) -> float:
         return 1000 * latencies[min(len(latencies) - 1, int(share * len(latencies)))] if latencies else 0.0
 
-    return Load(requests_per_second=len(latencies) / elapsed, p50_ms=percentile(0.50),
+    return Load(requests_per_second=(len(latencies) - failures["status"]) / elapsed, p50_ms=percentile(0.50),
                 p99_ms=percentile(0.99), answered=len(latencies), failed=sum(failures.values()))
 
 
@@ -590,10 +609,9 @@ def run_benchmark(bench: Bench) -> None:
     print(f"\nSun engine measured: {engine}\n")
     print(_results_table(rows))
     goal = next(row for row in rows if row.scenario == "coordinates, POST")
-    ratio = goal.load.requests_per_second / goal.baseline.requests_per_second
-    print(f"\nGoal: coordinates, POST at ≥ {GOAL_RATIO:.2f} × hello-world with p99 under {GOAL_P99_MS:g} ms: "
-          f"{ratio:.2f} ×, p99 {goal.load.p99_ms:.1f} ms — "
-          f"{'met' if ratio >= GOAL_RATIO and goal.load.p99_ms < GOAL_P99_MS else 'not met'}; "
+    print(f"\nGoal: coordinates, POST at ≥ {GOAL_RATIO:.2f} × hello-world with p99 under {GOAL_P99_MS:g} ms "
+          f"and no failures: {goal.load.requests_per_second / goal.baseline.requests_per_second:.2f} ×, "
+          f"p99 {goal.load.p99_ms:.1f} ms, {goal.load.failed} failed — {'met' if goal_met(goal) else 'not met'}; "
           f"{goal.load.requests_per_second / canned_1.requests_per_second:.2f} × the stored-result reference")
     # Closed-loop load on one busy process: a request's cost is the inverse of the throughput.
     budget_us = 1e6 / (GOAL_RATIO * hello_1.requests_per_second) - 1e6 / web_layer_1.requests_per_second
@@ -610,6 +628,12 @@ def run_benchmark(bench: Bench) -> None:
     for what, (sizes, together) in memory.items():
         print(f"| {what} | {' + '.join(f'{size:.0f}' for size in sizes)} | {together:.0f} |")
     print(f"\nLoad average after the run: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
+
+
+def goal_met(row: Row) -> bool:
+    load = row.load
+    return (load.failed == 0 and load.p99_ms < GOAL_P99_MS
+            and load.requests_per_second >= GOAL_RATIO * row.baseline.requests_per_second)
 
 
 def start_up_seconds(command: list[str], environment: dict[str, str], log: Path,

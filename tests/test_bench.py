@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import os
+import shutil
 import signal
 import socket
 import socketserver
@@ -52,7 +54,7 @@ def test_the_warm_core_fits_no_day_while_timed_with_more_days_than_the_services_
     assert sorted(fitted) == sorted(days)  # each day once, in the warm-up
 
 
-# --- the asyncio load client against servers that misbehave ----------------------------------------------
+# --- the load clients against servers that misbehave, and what counts as failed ---------------------------
 
 
 @contextlib.contextmanager
@@ -83,8 +85,38 @@ def never_answer(connection: socket.socket) -> None:
         pass
 
 
+def answer_every_request(status_line: bytes) -> Callable[[socket.socket], None]:
+    def handle(connection: socket.socket) -> None:
+        with connection.makefile("rb") as received:
+            for line in received:
+                if line == b"\r\n":  # the end of a request (GET: no body)
+                    connection.sendall(status_line + b"\r\nContent-Length: 0\r\n\r\n")
+
+    return handle
+
+
 def asyncio_load(base_url: str, seconds: float) -> bench_http.Load:
     return bench_http.asyncio_load(base_url, [bench_http.Request("GET", "/")], 2, seconds, Path("unused"))
+
+
+@pytest.mark.parametrize("client", ["asyncio", "wrk"])
+@pytest.mark.parametrize("status_line", [b"HTTP/1.1 302 Found", b"HTTP/1.1 503 Service Unavailable"])
+def test_answers_that_are_not_2xx_count_as_failed_and_not_as_throughput(client, status_line, tmp_path):
+    if client == "wrk" and not shutil.which("wrk"):
+        pytest.skip("wrk is not installed (apt-get install wrk)")
+    with tcp_server(answer_every_request(status_line)) as base_url:
+        load = bench_http.CLIENTS[client](base_url, [bench_http.Request("GET", "/")], 2, 1, tmp_path)
+    assert load.answered > 0
+    assert load.failed == load.answered
+    assert load.requests_per_second == 0
+
+
+def test_the_goal_is_not_met_with_failures_whatever_the_rate():
+    hello_world = bench_http.Load(requests_per_second=1000, p50_ms=1, p99_ms=2, answered=10_000, failed=0)
+    fast = bench_http.Load(requests_per_second=500, p50_ms=5, p99_ms=10, answered=5_000, failed=0)
+    assert bench_http.goal_met(bench_http.Row("coordinates, POST", 1, fast, hello_world))
+    failing = dataclasses.replace(fast, failed=1)
+    assert not bench_http.goal_met(bench_http.Row("coordinates, POST", 1, failing, hello_world))
 
 
 def test_the_asyncio_client_counts_a_closed_connection_as_failed_and_connects_again():
