@@ -95,6 +95,19 @@ def answer_every_request(status_line: bytes) -> Callable[[socket.socket], None]:
     return handle
 
 
+def record_and_answer(asked: list[bytes]) -> Callable[[socket.socket], None]:
+    """Answers 200 to every GET and keeps its path in `asked`."""
+    def handle(connection: socket.socket) -> None:
+        with connection.makefile("rb") as received:
+            for line in received:
+                if line.startswith(b"GET "):
+                    asked.append(line.split()[1])
+                elif line == b"\r\n":
+                    connection.sendall(OK_ANSWER)
+
+    return handle
+
+
 def asyncio_load(base_url: str, seconds: float) -> bench_http.Load:
     return bench_http.asyncio_load(base_url, [bench_http.Request("GET", "/")], 2, seconds, Path("unused"))
 
@@ -112,8 +125,9 @@ def test_answers_that_are_not_2xx_count_as_failed_and_not_as_throughput(client, 
 
 
 def test_the_goal_is_not_met_with_failures_whatever_the_rate():
-    hello_world = bench_http.Load(requests_per_second=1000, p50_ms=1, p99_ms=2, answered=10_000, failed=0)
-    fast = bench_http.Load(requests_per_second=500, p50_ms=5, p99_ms=10, answered=5_000, failed=0)
+    hello_world = bench_http.Load(requests_per_second=1000, p50_ms=1, p99_ms=2, answered=10_000, failed=0,
+                                  repeated=9_999)
+    fast = bench_http.Load(requests_per_second=500, p50_ms=5, p99_ms=10, answered=5_000, failed=0, repeated=0)
     assert bench_http.goal_met(bench_http.Row("coordinates, POST", 1, fast, hello_world))
     failing = dataclasses.replace(fast, failed=1)
     assert not bench_http.goal_met(bench_http.Row("coordinates, POST", 1, failing, hello_world))
@@ -190,3 +204,38 @@ def test_a_duration_in_fractions_of_a_second_is_refused_before_any_load_where_wr
         bench_http.main([*arguments, "--duration", "2.5"])
     assert stopped.value.code == 2
     assert refusal in capsys.readouterr().err
+
+
+# --- what the load asks -----------------------------------------------------------------------------------
+
+
+def test_queries_never_give_a_point_twice():
+    queries = bench_http.Queries()
+    pool = bench_http.dates(3, seed=1)
+    first, second = queries.coordinates(pool, 20_000), queries.coordinates(pool, 20_000)
+    points = [(query["latitude"], query["longitude"]) for query in first + second]
+    assert len(set(points)) == len(points) == 40_000
+    assert {query["date"] for query in first} == set(pool)
+
+
+def test_warm_ups_and_measured_runs_on_one_server_never_ask_for_a_point_twice(tmp_path):
+    queries, pool, asked = bench_http.Queries(), bench_http.dates(3, seed=1), []
+    bench = bench_http.Bench("asyncio", 4, 0.2, tmp_path)  # far from 20,000 requests in 0.2 s
+    with tcp_server(record_and_answer(asked)) as base_url:
+        server = bench_http.Server(process=None, base_url=base_url, ready_seconds=0)
+        loads = [bench.measure(server, lambda: bench_http.as_gets(queries.coordinates(pool, 20_000)))
+                 for _scenario in range(2)]
+    assert [load.repeated for load in loads] == [0, 0]
+    assert len(asked) > 2 * 20_000 // bench_http.CHECK_EVERY  # the loads' requests, besides the checked ones
+    assert len(set(asked)) == len(asked)
+
+
+@pytest.mark.parametrize("client", ["asyncio", "wrk"])
+def test_a_run_that_sends_more_requests_than_its_list_holds_says_how_many(client, tmp_path):
+    if client == "wrk" and not shutil.which("wrk"):
+        pytest.skip("wrk is not installed (apt-get install wrk)")
+    three = [bench_http.Request("GET", f"/{number}") for number in range(3)]
+    with tcp_server(record_and_answer([])) as base_url:
+        load = bench_http.CLIENTS[client](base_url, three, 2, 1, tmp_path)
+    assert load.answered > 3
+    assert load.repeated >= load.answered - 3  # and the requests sent but not answered when the run ended
