@@ -627,12 +627,13 @@ def run_benchmark(bench: Bench) -> None:
     rows.append(Row("hello-world", 2, hello_2, hello_2, reference=True))
     with redis_server(work_dir) as redis_url:
         environment = solarserv_environment(data_dir, redis_url)
+        with_redis: dict[int, Load] = {}  # by number of processes
         for processes in (1, 2):
             with running(solarserv_command(processes), environment, log, ready_lines=processes) as server:
-                load = bench.measure(server, coordinate_posts)
+                with_redis[processes] = bench.measure(server, coordinate_posts)
                 if processes == 2:
                     memory["solarserv, 2 processes with Redis (RSS of each worker)"] = server.memory_mib()
-            rows.append(Row("coordinates, POST, Redis counters", processes, load,
+            rows.append(Row("coordinates, POST, Redis counters", processes, with_redis[processes],
                             hello_1 if processes == 1 else hello_2))
 
     print(f"\nSun engine measured: {engine}\n")
@@ -652,6 +653,7 @@ def run_benchmark(bench: Bench) -> None:
     print(f"At that goal a request may cost {1e6 / (GOAL_RATIO * hello_1.requests_per_second):.0f} µs; "
           f"solarserv's web layer alone costs {1e6 / web_layer_1.requests_per_second:.0f} µs, which leaves "
           f"{budget_us:.0f} µs for the calculation and the texts. They cost {spent_us:.0f} µs now.")
+    print(_scaling_line(api=(with_redis[1], with_redis[2]), hello_world=(hello_1, hello_2)))
     print("\n| start-up, seconds from spawning `solarserv serve` | to the ready line | to the first answer |")
     print("|---|---:|---:|")
     for what, (ready, answered) in (("first start, empty data dir (builds the gazetteer index)", first_start),
@@ -661,6 +663,16 @@ def run_benchmark(bench: Bench) -> None:
     for what, (sizes, together) in memory.items():
         print(f"| {what} | {' + '.join(f'{size:.0f}' for size in sizes)} | {together:.0f} |")
     print(f"\nLoad average after the run: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
+
+
+def _scaling_line(api: tuple[Load, Load], hello_world: tuple[Load, Load]) -> str:
+    """What a second process adds: the rate of two over the rate of one (the table's × hello-world divides
+    by hello-world with the same number of processes, which hides it)."""
+    def ratio(one: Load, two: Load) -> float:
+        return two.requests_per_second / one.requests_per_second
+
+    return (f"Two processes against one: {ratio(*api):.2f} × for coordinates, POST with Redis counters; "
+            f"{ratio(*hello_world):.2f} × for hello-world")
 
 
 def goal_met(row: Row) -> bool:

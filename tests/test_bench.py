@@ -239,3 +239,12 @@ def test_a_run_that_sends_more_requests_than_its_list_holds_says_how_many(client
         load = bench_http.CLIENTS[client](base_url, three, 2, 1, tmp_path)
     assert load.answered > 3
     assert load.repeated >= load.answered - 3  # and the requests sent but not answered when the run ended
+
+
+def test_the_two_process_scaling_of_the_api_and_of_hello_world_is_printed():
+    def load(rate: float) -> bench_http.Load:
+        return bench_http.Load(requests_per_second=rate, p50_ms=1, p99_ms=2, answered=1, failed=0, repeated=0)
+
+    line = bench_http._scaling_line(api=(load(1_017), load(1_956)), hello_world=(load(6_975), load(11_129)))
+    assert line == ("Two processes against one: 1.92 × for coordinates, POST with Redis counters; "
+                    "1.60 × for hello-world")
