@@ -819,7 +819,7 @@ def serve_web_layer(canned_answer: Path) -> None:
     from solarserv.cli import configure_logging
     from solarserv.models import SolarQuery
     from solarserv.pipeline import Pipeline
-    from solarserv.web.app import Services, make_app
+    from solarserv.web.app import Services, make_app, make_server
 
     class StoredResultPipeline(Pipeline):
         """The pipeline with the calculation left out. Built like the real one, so health and the rest
@@ -836,7 +836,7 @@ def serve_web_layer(canned_answer: Path) -> None:
     sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
 
     async def serve() -> None:
-        server = tornado.httpserver.HTTPServer(make_app(settings, Services(settings=settings, pipeline=pipeline)))
+        server = make_server(make_app(settings, Services(settings=settings, pipeline=pipeline)))  # as `serve` does
         server.add_sockets(sockets)
         sys.stdout.write(f"web layer ready at http://127.0.0.1:{sockets[0].getsockname()[1]}/\n")
         sys.stdout.flush()
