@@ -7,6 +7,7 @@ import hashlib
 import html.parser
 import logging
 import re
+import sqlite3
 import stat
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
@@ -224,6 +225,17 @@ async def test_the_admin_token_stays_out_of_the_logs_on_mistyped_console_urls(br
     await browser.post(f"/console/login?{token}", xsrf=False)  # refused by the XSRF check, which logs it
     messages = [record.getMessage() for record in caplog.records]
     assert len(messages) >= 5 and not any(ADMIN_TOKEN in message for message in messages)
+
+
+async def test_a_login_link_that_fails_inside_the_server_logs_the_traceback_but_not_the_token(browser, keys, caplog):
+    caplog.set_level(logging.INFO)
+    keys.close()  # the session cannot be recorded: an exception no handler expects (a disk full, a broken store)
+    reply = await browser.get("/console/login?" + urlencode({"token": ADMIN_TOKEN}))
+    assert reply.code == 500
+    assert ADMIN_TOKEN not in caplog.text
+    [failure] = [record for record in caplog.records if record.exc_info]
+    assert failure.exc_info[0] is sqlite3.ProgrammingError  # the traceback, for the operator
+    assert failure.getMessage() == "Uncaught exception GET /console/login (127.0.0.1)"
 
 
 async def test_the_session_cookie_holds_nothing_to_test_admin_token_guesses_on(browser, app):

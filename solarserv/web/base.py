@@ -18,6 +18,9 @@ from solarserv.web import access
 
 log = logging.getLogger("solarserv.web")
 
+# Where the operator console lives (solarserv.web.console); its login link carries the admin token.
+CONSOLE_PATH = "/console"
+
 _HTTP_CODES = {
     400: "INVALID_REQUEST",
     404: "NOT_FOUND",
@@ -88,11 +91,27 @@ class BaseHandler(tornado.web.RequestHandler):
                 if getattr(type(self), method.lower()) is not getattr(tornado.web.RequestHandler, method.lower())]
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        """Tornado's own lines name the request's URI, and the one for an uncaught exception adds the whole
+        request: a console login link, or a mistyped one, would put the admin token in the log. These name
+        the request as the access log does (request_summary), and keep the traceback."""
         if isinstance(value, KeyStoreBusy):
             # Answered 503 "try again" (the console's write_error): another process's doing, not a fault.
-            log.warning("%s %s → 503: %s", self.request.method, self.request.path, value)
+            log.warning("%s → 503: %s", request_summary(self), value)
+        elif isinstance(value, tornado.web.HTTPError):
+            if value.get_message():
+                log.warning("%d %s: %s", value.status_code, request_summary(self), value.get_message())
         else:
-            super().log_exception(typ, value, tb)
+            log.error("Uncaught exception %s", request_summary(self), exc_info=(typ, value, tb))
+
+
+def request_summary(handler: tornado.web.RequestHandler) -> str:
+    """The request as a log line names it, "GET /path?query (client address)", without the query string
+    where it may hold the admin token: on console pages (the login link), and wherever a ``token``
+    parameter is given (a console URL mistyped)."""
+    request = handler.request
+    holds_token = request.path.lower().startswith(CONSOLE_PATH) or any(
+        name.lower() == "token" for name in request.query_arguments)
+    return f"{request.method} {request.path if holds_token else request.uri} ({request.remote_ip})"
 
 
 class ApiHandler(BaseHandler):
@@ -169,7 +188,7 @@ def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
     if status_code < 500:
         return ApiError(_HTTP_CODES.get(status_code, f"HTTP_{status_code}"), status_code,
                         tornado.web.httputil.responses.get(status_code, "Error"))
-    # Never a traceback to the client; Tornado's log_exception has logged it on the server.
+    # Never a traceback to the client; BaseHandler.log_exception has logged it on the server.
     return ApiError("CALCULATION_FAILED", 500,
                     "The calculation failed because of an internal error. It has been logged; "
                     "please try again or report it.")

@@ -35,9 +35,8 @@ import tornado.web
 
 from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStoreBusy, KeyStoreError
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, key_counter
-from solarserv.web.base import BaseHandler
+from solarserv.web.base import CONSOLE_PATH, BaseHandler, request_summary
 
-CONSOLE_PATH = "/console"
 LOGIN_PATH = "/console/login"
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
@@ -52,7 +51,6 @@ SECURITY_HEADERS = {
 }
 
 access_log = logging.getLogger("tornado.access")
-log = logging.getLogger("solarserv.console")
 
 
 class Access(enum.Enum):
@@ -162,15 +160,6 @@ class ConsoleHandler(BaseHandler):
         sent = self.get_argument("_xsrf", None) or ""
         if not hmac.compare_digest(sent.encode(), self.xsrf_token):
             raise tornado.web.HTTPError(403, "the form's XSRF token is not this session's")
-
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, tornado.web.HTTPError) and value.log_message:
-            # Tornado's line names the request's URI, and a login link posted or mistyped holds the token.
-            message = value.log_message % value.args if value.args else value.log_message
-            log.warning("%d %s %s (%s): %s", value.status_code, self.request.method, self.request.path,
-                        self.request.remote_ip, message)
-        else:
-            super().log_exception(typ, value, tb)
 
     def prepare(self) -> None:
         super().prepare()
@@ -326,16 +315,11 @@ def check_declared_access(routes: list[tuple[str, type]]) -> None:
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:
-    """Tornado's access-log line, without the query string where it may hold the admin token: on console
-    pages (the login link), and wherever a ``token`` parameter is given (a console URL mistyped)."""
+    """Tornado's access-log line, naming the request as every line does (request_summary: without a query
+    string that may hold the admin token)."""
     status = handler.get_status()
-    request = handler.request
-    holds_token = request.path.lower().startswith(CONSOLE_PATH) or any(
-        name.lower() == "token" for name in request.query_arguments)
-    target = request.path if holds_token else request.uri
     level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
-    access_log.log(level, "%d %s %s (%s) %.2fms", status, request.method, target, request.remote_ip,
-                   1000.0 * request.request_time())
+    access_log.log(level, "%d %s %.2fms", status, request_summary(handler), 1000.0 * handler.request.request_time())
 
 
 routes = [
