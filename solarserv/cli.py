@@ -24,7 +24,16 @@ import tornado.process
 import solarserv
 from solarserv import config
 from solarserv.errors import ApiError
-from solarserv.keys import ACTIVE, INACTIVE, TIER_ALIASES, TIERS, KeyStore, KeyStoreBusy, KeyStoreError
+from solarserv.keys import (
+    ACTIVE,
+    INACTIVE,
+    TIER_ALIASES,
+    TIERS,
+    KeyStore,
+    KeyStoreBusy,
+    KeyStoreError,
+    KeyStoreUnusable,
+)
 from solarserv.narration import PluginConflict, TemplateLoadError
 from solarserv.request import parse_json_fields
 
@@ -45,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.command(settings, args)
     except (config.SettingsError, PluginConflict, TemplateLoadError, FileNotFoundError, KeyStoreError,
-            KeyStoreBusy) as exc:
+            KeyStoreBusy, KeyStoreUnusable) as exc:
         # Problems an operator fixes or retries (a port in use, plugins, templates, a locked or unusable
         # key store): one line, not a traceback.
         print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -124,6 +133,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     from solarserv.web.console import ConsoleSecrets
 
     _check_data_dir(Path(settings.data_dir))
+    _check_key_store(settings)
     # A Redis that refuses REDIS_URL would not mend by waiting, while every process counted on its own: a
     # configuration error, refused like a malformed setting. A Redis that is down may come up after us.
     if settings.redis_url and (refusal := redis_refusal(settings.redis_url)):
@@ -195,6 +205,14 @@ def _check_data_dir(directory: Path) -> None:
                                    f"({exc.strerror or exc})") from None
     if not os.access(directory, os.W_OK | os.X_OK):
         raise config.SettingsError(f"SOLARSERV_DATA_DIR={str(directory)!r}: this user cannot write to it")
+
+
+def _check_key_store(settings: Any) -> None:
+    """Open the key store (making it in a new data dir) and write to it, before binding anything: a store this
+    user cannot read or write would otherwise fail in every worker, which fork_processes restarts a hundred
+    times each, or at the first console login."""
+    with _key_store(settings) as store:
+        store.drop_expired_sessions()
 
 
 def _announce(line: str) -> None:

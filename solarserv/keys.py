@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from solarserv.sqlite import Migrations, sqlite_utils
+from solarserv.sqlite import Migrations, is_file_failure, sqlite_utils
 from solarserv.text import has_hidden_characters
 
 KEY_PREFIX = "tst_"
@@ -86,6 +86,11 @@ class KeyStoreBusy(Exception):
     """Another process held the database's write lock for longer than this store waits."""
 
 
+class KeyStoreUnusable(Exception):
+    """The key store cannot be opened, read or written as it is (read-only to this user, not a database, a data
+    dir that is a file); the message names it and says why."""
+
+
 @dataclass(frozen=True)
 class ApiKey:
     """One stored key, as the console lists it. Holds the digest, never the key."""
@@ -138,20 +143,30 @@ def create_console_sessions_table(db: sqlite_utils.Database) -> None:
     db["console_sessions"].create({"id": str, "expires": float}, pk="id", not_null={"expires"})
 
 
-def _busy_is_refused(method: Callable) -> Callable:
-    """Turns SQLite's "database is locked", after the store's wait for a writer, into KeyStoreBusy."""
+@contextlib.contextmanager
+def _failures_explained(path: Path) -> Iterator[None]:
+    """SQLite's failures that an operator acts on, as this module's: "database is locked", after the store's
+    wait for a writer, as KeyStoreBusy; a file that cannot be used as it is as KeyStoreUnusable."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
+            raise KeyStoreBusy(f"The key store {path} is locked by another process's write; try again in a "
+                               "moment.") from exc
+        if is_file_failure(exc):
+            raise KeyStoreUnusable(f"The key store {path} cannot be used: {exc}.") from exc
+        raise
+
+
+def _explained(method: Callable) -> Callable:
+    """A KeyStore method whose SQLite failures are explained (_failures_explained)."""
 
     @functools.wraps(method)
-    def refusing_when_busy(self: KeyStore, *args: Any, **kwargs: Any) -> Any:
-        try:
+    def explained(self: KeyStore, *args: Any, **kwargs: Any) -> Any:
+        with _failures_explained(self.path):
             return method(self, *args, **kwargs)
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-                raise
-            raise KeyStoreBusy(f"The key store {self.path} is locked by another process's write; try again "
-                               "in a moment.") from exc
 
-    return refusing_when_busy
+    return explained
 
 
 class KeyStore:
@@ -159,7 +174,8 @@ class KeyStore:
                  wait_for_writer: float = WAIT_FOR_WRITER_SECONDS) -> None:
         self.path = path
         self._clock = clock
-        self._db = sqlite_utils.Database(path, execute_plugins=False)
+        with _failures_explained(path):  # a file that cannot be opened fails here
+            self._db = sqlite_utils.Database(path, execute_plugins=False)
         try:
             self._wait_for_writer(WAIT_FOR_MIGRATION_SECONDS)
             self._set_up()
@@ -170,14 +186,18 @@ class KeyStore:
 
     @classmethod
     def open(cls, data_dir: Path, wait_for_writer: float = WAIT_FOR_WRITER_SECONDS) -> KeyStore:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = "it is not a directory" if isinstance(exc, FileExistsError) else exc.strerror
+            raise KeyStoreUnusable(f"The key store cannot be kept in the data dir {data_dir}: {reason}.") from None
         return cls(cls.path_in(data_dir), wait_for_writer=wait_for_writer)
 
     @staticmethod
     def path_in(data_dir: Path) -> Path:
         return Path(data_dir) / "keys.db"
 
-    @_busy_is_refused
+    @_explained
     def _set_up(self) -> None:
         # WAL: a writer (the CLI, the console in another process) never blocks the servers' reads, which
         # run on their event loops. A store that cannot have it (an in-memory one) is refused.
@@ -220,7 +240,7 @@ class KeyStore:
     def _today(self) -> dt.date:
         return dt.datetime.fromtimestamp(self._clock(), dt.UTC).date()
 
-    @_busy_is_refused
+    @_explained
     def create(self, label: str, tier: str, rpm: int | None = None) -> IssuedKey:
         label = _checked_label(label)
         spec = tier_named(tier)
@@ -238,7 +258,7 @@ class KeyStore:
         raise RuntimeError(f"{PREVIEW_DRAWS} new keys in a row had a preview already taken; the store at "
                            f"{self.path} is not behaving as a unique index should.")
 
-    @_busy_is_refused
+    @_explained
     def active_key(self, key: str) -> ApiKey | None:
         """The active key ``key`` is, or None when it is unknown, malformed or deactivated."""
         if not _KEY_PATTERN.fullmatch(key):
@@ -249,11 +269,11 @@ class KeyStore:
                 return ApiKey(**row)
         return None
 
-    @_busy_is_refused
+    @_explained
     def all(self) -> list[ApiKey]:
         return [ApiKey(**row) for row in self._db.query("select * from keys order by id")]
 
-    @_busy_is_refused
+    @_explained
     def find(self, reference: str) -> ApiKey:
         """A key by its id (``3``) or preview (``tst_abcd…``, the ellipsis optional)."""
         reference = reference.strip()
@@ -269,7 +289,7 @@ class KeyStore:
                                 "them.")
         return ApiKey(**rows[0])
 
-    @_busy_is_refused
+    @_explained
     def set_status(self, key_id: int, status: str) -> ApiKey:
         if status not in (ACTIVE, INACTIVE):
             raise KeyStoreError(f"A key's status is {ACTIVE} or {INACTIVE}, not {status!r}.")
@@ -280,23 +300,32 @@ class KeyStore:
 
     # The console's sessions. The session cookie names one; only those recorded here, unexpired, admit.
 
-    @_busy_is_refused
+    @_explained
     def start_session(self, lifetime_seconds: float) -> str:
         """A new session's id, live for ``lifetime_seconds``. Sessions that have expired are dropped."""
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
-        now = self._clock()
         with self._writing():
-            self._db.execute("delete from console_sessions where expires <= ?", [now])
-            self._db["console_sessions"].insert({"id": session_id, "expires": now + lifetime_seconds})
+            self._drop_expired_sessions()
+            self._db["console_sessions"].insert({"id": session_id, "expires": self._clock() + lifetime_seconds})
         return session_id
 
-    @_busy_is_refused
+    @_explained
+    def drop_expired_sessions(self) -> None:
+        """Forget the console sessions that have expired. A write even when none has: `serve` calls it at start,
+        to refuse a store it cannot write before it binds the port."""
+        with self._writing():
+            self._drop_expired_sessions()
+
+    def _drop_expired_sessions(self) -> None:
+        self._db.execute("delete from console_sessions where expires <= ?", [self._clock()])
+
+    @_explained
     def session_is_live(self, session_id: str) -> bool:
         rows = self._db.execute("select 1 from console_sessions where id = ? and expires > ?",
                                 [session_id, self._clock()])
         return rows.fetchone() is not None
 
-    @_busy_is_refused
+    @_explained
     def end_session(self, session_id: str) -> None:
         with self._writing():
             self._db.execute("delete from console_sessions where id = ?", [session_id])

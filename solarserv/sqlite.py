@@ -9,6 +9,7 @@ pandas afterwards.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 
 if "pandas" in sys.modules:
@@ -22,4 +23,15 @@ else:
 
 from sqlite_utils.migrations import Migrations  # noqa: E402  (after the guarded import above)
 
-__all__ = ["Migrations", "sqlite_utils"]
+__all__ = ["Migrations", "is_file_failure", "sqlite_utils"]
+
+# SQLite's primary result codes for a database file that cannot be used as it is, whatever the SQL: it cannot be
+# opened or written by this user, is not a database or is damaged, or its disk failed or is full.
+_FILE_FAILURES = frozenset({sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY,
+                            sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL})
+
+
+def is_file_failure(error: sqlite3.Error) -> bool:
+    """Whether SQLite failed because of the database file (see _FILE_FAILURES), not because of the statement or a
+    lock. Errors that Python's sqlite3 raises itself (a closed connection) carry no SQLite code: they are not."""
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF in _FILE_FAILURES

@@ -8,6 +8,7 @@ import gc
 import http.client
 import importlib.util
 import json
+import os
 import re
 import socket
 import subprocess
@@ -17,10 +18,12 @@ from urllib.parse import urlsplit
 
 import pytest
 from counters import unused_port
+from permissions import bound_by_file_modes
 from servers import start_solarserv, stop_solarserv
 
 from solarserv import config
 from solarserv.cli import _console_line, main
+from solarserv.geo import gazetteer
 from solarserv.web.console import ConsoleSecrets
 
 PARIS_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14", "--time", "14:30"]
@@ -220,6 +223,43 @@ def test_a_data_dir_that_cannot_be_made_stops_serve_before_it_binds(capsys, tmp_
     err = capsys.readouterr().err
     assert status == 2 and "Traceback" not in err
     assert "SOLARSERV_DATA_DIR=" in err and "a-file/var': cannot be created (Not a directory)" in err
+
+
+@pytest.fixture
+def new_data_dir(data_dir, tmp_path):
+    """A data dir of this test's holding the session's gazetteer index (linked: nothing to build)."""
+    directory = tmp_path / "var"
+    directory.mkdir()
+    os.link(gazetteer.index_path(data_dir), gazetteer.index_path(directory))
+    return directory
+
+
+@pytest.mark.slow
+def test_a_key_store_that_is_not_a_database_stops_serve_in_one_line_before_any_worker_starts(new_data_dir, tmp_path):
+    (new_data_dir / "keys.db").write_bytes(b"Not a database: a file copied over it.\n" * 100)
+    log_path = tmp_path / "server.log"
+    # Opened in each worker only, it crashed them all, a hundred restarts each: 5,000 lines of tracebacks.
+    server = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(new_data_dir)], log_path)
+    try:
+        printed, _ = server.communicate(timeout=60)
+    finally:
+        stop_solarserv(server)
+    assert (server.returncode, printed) == (2, "")
+    assert log_path.read_text().splitlines() == [f"solarserv: KeyStoreUnusable: The key store "
+                                                 f"{new_data_dir / 'keys.db'} cannot be used: file is not a database."]
+
+
+@pytest.mark.slow
+def test_a_key_store_serve_cannot_write_stops_it_before_it_binds(new_data_dir):
+    # It used to serve, and fail at the first console login (500) or key created in the console.
+    assert main(["keys", "create", "--label", "Acme", "--tier", "free", "--data-dir", str(new_data_dir)]) == 0
+    (new_data_dir / "keys.db").chmod(0o444)
+    done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "serve", "--port", "0",
+                                               "--data-dir", str(new_data_dir)]),
+                          capture_output=True, text=True, timeout=60, env=config.without_settings(os.environ))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"solarserv: KeyStoreUnusable: The key store {new_data_dir / 'keys.db'} cannot be used: "
+                           "attempt to write a readonly database.\n")
 
 
 def test_serve_help_lists_the_settings_that_have_no_flag(capsys):

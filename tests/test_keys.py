@@ -6,8 +6,11 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -15,8 +18,10 @@ from typing import Any
 
 import pytest
 import sqlite_utils
+from permissions import bound_by_file_modes
 from writers import another_process_writing
 
+from solarserv import config
 from solarserv import keys as keys_module
 from solarserv.cli import main
 from solarserv.keys import (
@@ -429,3 +434,43 @@ def test_a_bad_setting_is_one_line_not_a_traceback(capsys, tmp_path):
         main(["keys", "list", "--data-dir", str(tmp_path), "--log-level", "bogus"])
     assert exited.value.code == 2
     assert "must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got 'bogus'" in capsys.readouterr().err
+
+
+# A key store that cannot be used as it is: one line naming it and why, not a traceback.
+
+
+@pytest.mark.parametrize("command", [["list"], ["create", "--label", "Acme", "--tier", "free"], ["deactivate", "1"]])
+def test_a_key_store_that_is_not_a_database_is_one_line_naming_it(capsys, tmp_path, command):
+    (tmp_path / "keys.db").write_bytes(b"Not a database: a file copied over it.\n" * 100)
+    status, out, err = run(capsys, tmp_path, *command)
+    assert (status, out) == (2, "")
+    assert err == (f"solarserv: KeyStoreUnusable: The key store {tmp_path / 'keys.db'} cannot be used: file is not a "
+                   "database.\n")
+
+
+def test_a_data_dir_that_is_a_file_is_one_line(capsys, tmp_path):
+    (tmp_path / "var").write_text("")
+    status, out, err = run(capsys, tmp_path / "var", "create", "--label", "Acme", "--tier", "free")
+    assert (status, out) == (2, "")
+    assert err == (f"solarserv: KeyStoreUnusable: The key store cannot be kept in the data dir {tmp_path / 'var'}: "
+                   "it is not a directory.\n")
+
+
+@pytest.mark.parametrize(("read_only", "mode", "command", "said"), [
+    ("keys.db", 0o444, ["create", "--label", "Beta", "--tier", "free"], "attempt to write a readonly database"),
+    ("keys.db", 0o444, ["deactivate", "1"], "attempt to write a readonly database"),
+    (".", 0o555, ["create", "--label", "Beta", "--tier", "free"], "unable to open database file"),  # none made there
+], ids=["store-create", "store-deactivate", "data-dir-create"])
+def test_a_key_store_this_user_cannot_write_is_one_line_naming_it(tmp_path, read_only, mode, command, said):
+    data_dir = tmp_path / "var"
+    data_dir.mkdir()
+    if read_only == "keys.db":
+        store = KeyStore.open(data_dir)
+        store.create("Acme", "free")
+        store.close()
+    (data_dir / read_only).chmod(mode)
+    done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "keys", *command, "--data-dir",
+                                               str(data_dir)]),
+                          capture_output=True, text=True, timeout=60, env=config.without_settings(os.environ))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"solarserv: KeyStoreUnusable: The key store {data_dir / 'keys.db'} cannot be used: {said}.\n"
