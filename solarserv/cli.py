@@ -33,6 +33,7 @@ from solarserv.keys import (
     KeyStoreBusy,
     KeyStoreError,
     KeyStoreUnusable,
+    checked_key_fields,
 )
 from solarserv.narration import PluginConflict, TemplateLoadError
 from solarserv.request import parse_json_fields
@@ -378,12 +379,15 @@ def _missing_key_store(settings: Any) -> str | None:
 
 def create_key(settings: Any, args: argparse.Namespace) -> int:
     new_store = not KeyStore.path_in(settings.data_dir).exists()
-    with _key_store(settings) as store:
-        try:
-            issued = store.create(args.label, args.tier, args.rpm)
-        except KeyStoreError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+    try:
+        # Checked before the store is opened, which makes one in a new data dir: a key refused there would
+        # leave an empty store behind, and a mistyped --data-dir would then pass for one with no keys yet.
+        fields = checked_key_fields(args.label, args.tier, args.rpm)
+        with _key_store(settings) as store:
+            issued = store.create(*fields)
+    except KeyStoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if new_store:
         print(f"note: created a new key store at {store.path}; servers read it when started with this data "
               "dir.", file=sys.stderr)

@@ -242,9 +242,7 @@ class KeyStore:
 
     @_explained
     def create(self, label: str, tier: str, rpm: int | None = None) -> IssuedKey:
-        label = _checked_label(label)
-        spec = tier_named(tier)
-        tier, rpm = spec.name, checked_rpm(spec, rpm)
+        label, tier, rpm = checked_key_fields(label, tier, rpm)
         for _ in range(PREVIEW_DRAWS):
             key = KEY_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
             row = {"digest": _digest(key), "preview": _preview(key), "label": label, "tier": tier, "rpm": rpm,
@@ -329,6 +327,12 @@ class KeyStore:
     def end_session(self, session_id: str) -> None:
         with self._writing():
             self._db.execute("delete from console_sessions where id = ?", [session_id])
+
+
+def checked_key_fields(label: str, tier: str, rpm: int | None) -> tuple[str, str, int]:
+    """The label, tier name and rpm a new key gets, or a KeyStoreError saying what is wrong with them."""
+    spec = tier_named(tier)
+    return _checked_label(label), spec.name, checked_rpm(spec, rpm)
 
 
 def tier_named(name: str) -> Tier:

@@ -402,6 +402,16 @@ def test_cli_refuses_a_pro_key_without_rpm(capsys, tmp_path):
     assert status == 1 and out == "" and "needs its rpm chosen, 120 to 300" in err
 
 
+@pytest.mark.parametrize("refused", [["--label", "Acme", "--tier", "pro"], ["--label", " ", "--tier", "free"]])
+def test_a_key_refused_makes_no_key_store_in_a_new_data_dir(capsys, tmp_path, refused):
+    # It used to, so that a data dir mistyped at issuance passed for a store without keys from then on.
+    status, _, err = run(capsys, tmp_path / "typo", "create", *refused)
+    assert status == 1 and err.startswith("error: ")
+    assert not (tmp_path / "typo").exists()
+    status, _, err = run(capsys, tmp_path / "typo", "list")
+    assert status == 1 and "There is no key store at" in err
+
+
 def test_cli_deactivates_by_preview_and_activates_by_id(capsys, tmp_path):
     _, out, _ = run(capsys, tmp_path, "create", "--label", "Acme", "--tier", "free", "--json")
     created = json.loads(out)
