@@ -69,6 +69,9 @@ def _redis_url(text: str) -> str:
     if database is not None:
         raise ValueError("give the database as the path (redis://host:port/N), not as ?db=")
     if not re.fullmatch("/?[0-9]*", parts.path):
+        if "@" in parts.path:  # a "/" in the password ended the host early: the path holds the rest of it
+            raise ValueError("the database (the URL's path) must be a number; a '/' in the user or password must "
+                             "be written %2F")
         raise ValueError(f"the database (the URL's path) must be a number, got {parts.path!r}")
     return text
 

@@ -298,6 +298,7 @@ def test_memory_only_limiter_reports_no_redis():
     ("redis://[::1]:7000/2", "redis://[::1]:7000/2"),
     ("redis://127.0.0.1", "redis://127.0.0.1"),
     ("unix:///run/redis.sock?db=2&password=s3cret", "unix:///run/redis.sock?db=2"),  # a socket's database
+    ("redis://user:9999%2Fs3cret@cache.example:6379/0", "redis://cache.example:6379/0"),  # a "/" in a password
 ])
 def test_logged_redis_urls_hold_no_password_and_name_the_database_used(url, shown):
     assert config.load(environ={"REDIS_URL": url}).redis_url == url
@@ -325,6 +326,8 @@ def test_a_redis_url_redis_py_would_refuse_or_misread_is_a_settings_error(url, p
     ("redis://user:s3@cret@127.0.0.1:6379/abc", "redis://***@127.0.0.1:6379/abc"),
     ("user:s3cret@127.0.0.1:6379", "***@127.0.0.1:6379"),
     ("unix:///run/redis.sock?password=s3cret&db=two", "unix:///run/redis.sock?password=***&db=two"),
+    # A "/" in the password, digits before it: they read as the port, and the rest of the password as the database.
+    ("redis://user:9999/s3cret@127.0.0.1:6379/0", "redis://***@127.0.0.1:6379/0"),
 ])
 def test_a_refused_redis_url_is_echoed_without_its_password(url, shown):
     with pytest.raises(config.SettingsError) as refused:
