@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solarserv.pipeline import Pipeline
+from solarserv.text import has_hidden_characters
 from solarserv.web.app import Services, make_app
 from solarserv.web.body import MAX_BODY_BYTES, MAX_DRAINED_BYTES
 
@@ -185,6 +186,25 @@ async def test_a_compressed_body_is_415_naming_its_content_encoding(api, encodin
     plain = await api("/api/v1/solar-time", "POST", json.dumps(PARIS),
                       {"Content-Type": "application/json", "Content-Encoding": "identity"})
     assert plain.status == 200
+
+
+def test_control_characters_sent_in_the_path_or_query_are_escaped_in_the_log(live_server, caplog):
+    # Tornado refuses ESC, CR and LF in a request line; bytes 0x80 to 0x9F it reads as the C1 controls U+0080 to
+    # U+009F, among them NEL (a line break to str.splitlines and log readers) and CSI (an escape to terminals).
+    caplog.set_level(logging.INFO)
+    requests = [b"GET " + target + b" HTTP/1.1\r\nHost: solarserv\r\n\r\n"
+                for target in (b"/x\x85FAKE\x9b31m", b"/api/v1/solar-time?date=2026-07-14&junk=\x9b2J")]
+    server = urlsplit(live_server)
+    with socket.create_connection((server.hostname, server.port), timeout=30) as client:
+        client.sendall(b"".join(requests) + b"GET /healthz HTTP/1.1\r\nHost: solarserv\r\nConnection: close\r\n\r\n")
+        while client.recv(65536):
+            pass  # to the last answer's end: the requests before it were logged before it was handled
+    logged = [record.getMessage() for record in caplog.records]
+    assert all(len(line.splitlines()) == 1 and not has_hidden_characters(line) for line in logged)
+    assert any(line.startswith("404 GET /x\\x85FAKE\\x9b31m (") for line in logged)  # the access log
+    assert any(line.endswith("There is nothing at /x\\x85FAKE\\x9b31m. The API lives under /api/v1/ (POST or GET "
+                             "/api/v1/solar-time).") for line in logged)
+    assert any(line.startswith("400 GET /api/v1/solar-time?date=2026-07-14&junk=\\x9b2J (") for line in logged)
 
 
 async def test_unknown_path_and_method_are_envelopes(api):

@@ -14,6 +14,7 @@ import tornado.web
 
 from solarserv.errors import ApiError
 from solarserv.keys import KeyStoreBusy
+from solarserv.text import escaped
 from solarserv.web import access
 
 log = logging.getLogger("solarserv.web")
@@ -107,11 +108,12 @@ class BaseHandler(tornado.web.RequestHandler):
 def request_summary(handler: tornado.web.RequestHandler) -> str:
     """The request as a log line names it, "GET /path?query (client address)", without the query string
     where it may hold the admin token: on console pages (the login link), and wherever a ``token``
-    parameter is given (a console URL mistyped)."""
+    parameter is given (a console URL mistyped). What the client sent is escaped (bytes 0x80 to 0x9F
+    arrive as control characters)."""
     request = handler.request
     holds_token = request.path.lower().startswith(CONSOLE_PATH) or any(
         name.lower() == "token" for name in request.query_arguments)
-    return f"{request.method} {request.path if holds_token else request.uri} ({request.remote_ip})"
+    return f"{request.method} {escaped(request.path if holds_token else request.uri)} ({request.remote_ip})"
 
 
 class ApiHandler(BaseHandler):
@@ -170,8 +172,9 @@ class ApiHandler(BaseHandler):
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         if isinstance(value, ApiError):
             # An answer the client is meant to get, not a fault: one line, no traceback.
-            log.info("%s %s → %d %s: %s", self.request.method, self.request.path, value.status, value.code,
-                     value.message)
+            # Both may hold what the client sent (a 404 names the path): escaped, as in request_summary.
+            log.info("%s %s → %d %s: %s", self.request.method, escaped(self.request.path), value.status, value.code,
+                     escaped(value.message))
         else:
             super().log_exception(typ, value, tb)
 
