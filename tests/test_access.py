@@ -288,6 +288,15 @@ async def test_trusted_proxy_headers_name_the_client(api, limiter, overrides):
                       "ip:2001:db8::1": 1, "ip:192.0.2.99": 0}
 
 
+@pytest.mark.parametrize(("overrides", "client"), [({"trust_proxy": True}, "203.0.113.5"), ({}, "127.0.0.1")])
+async def test_the_access_log_names_the_client_the_limits_count(api, caplog, overrides, client):
+    caplog.set_level(logging.INFO, logger="tornado.access")
+    for _ in range(ANON_RPM + 1):
+        await api(PARIS_GET, headers={"X-Forwarded-For": "203.0.113.5"})
+    # The operator sees whom the 429 refused: behind a proxy, it used to be the proxy.
+    assert caplog.records[-1].getMessage().startswith(f"429 GET {PARIS_GET} ({client}) ")
+
+
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
 async def test_health_is_neither_keyed_nor_limited(api, limiter, overrides):
     for _ in range(ANON_RPM + 1):
