@@ -31,7 +31,8 @@ _FILE_FAILURES = frozenset({sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite
                             sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL})
 
 
-def is_file_failure(error: sqlite3.Error) -> bool:
-    """Whether SQLite failed because of the database file (see _FILE_FAILURES), not because of the statement or a
-    lock. Errors that Python's sqlite3 raises itself (a closed connection) carry no SQLite code: they are not."""
+def is_file_failure(error: BaseException) -> bool:
+    """Whether ``error`` is SQLite failing because of the database file (see _FILE_FAILURES), not because of the
+    statement or a lock. Errors that Python's sqlite3 raises itself (a closed connection) carry no SQLite code:
+    they are not."""
     return getattr(error, "sqlite_errorcode", 0) & 0xFF in _FILE_FAILURES

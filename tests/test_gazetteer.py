@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import re
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import time
 import pytest
 
 from solarserv import config
+from solarserv.cli import main
 from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder, gazetteer
 from solarserv.geo.gazetteer import Gazetteer, distance_and_bearing
@@ -490,6 +492,40 @@ def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplo
     assert [error.__context__ for error in errors] == [None, None]
     assert describe(geocoder, 48.8584, 2.2945) is None  # coordinates are still answered, as themselves
     assert not geocoder.ready
+
+
+def damaged_copy(data_dir, into):
+    """A copy of the index of ``data_dir`` in ``into`` that lost its end (a disk filled, a copy cut short): its
+    first pages are there and say it is longer."""
+    damaged = gazetteer.index_path(into)
+    with gazetteer.index_path(data_dir).open("rb") as index:
+        damaged.write_bytes(index.read(10_000_000))
+    return damaged
+
+
+def test_an_index_that_cannot_be_read_gives_503_as_one_that_cannot_be_built(geocoder, data_dir, tmp_path, caplog):
+    asyncio.run(geocoder.gazetteer())  # the session's index is built
+    damaged = damaged_copy(data_dir, tmp_path)
+    unreadable = OfflineGeocoder(tmp_path)
+    # Every place name used to be a 500 with a traceback, while /healthz said "ok".
+    errors = [refusal(unreadable, "Paris, FR") for _ in range(2)]
+    assert [(error.code, error.status) for error in errors] == [("GEOCODER_UNAVAILABLE", 503)] * 2
+    assert describe(unreadable, 48.8584, 2.2945) is None  # coordinates are still answered, as themselves
+    assert not unreadable.ready
+    # Logged once, wherever it was met first (a request, or the places read for reverse geocoding).
+    assert [(record.getMessage(), record.exc_info) for record in caplog.records if record.levelno >= logging.ERROR] == [
+        (f"the gazetteer index {damaged} cannot be read (database disk image is malformed): place names get 503 "
+         "GEOCODER_UNAVAILABLE and coordinates are shown without a place name; delete the file, and the next "
+         "start builds it again", None)]
+
+
+def test_calc_on_an_index_that_cannot_be_read_says_so_in_one_line(geocoder, data_dir, tmp_path, capsys):
+    asyncio.run(geocoder.gazetteer())  # the session's index is built
+    damaged_copy(data_dir, tmp_path)
+    status = main(["calc", "--place", "Paris, FR", "--date", "2026-07-14", "--time", "14:30", "--data-dir",
+                   str(tmp_path)])
+    assert status == 1  # it used to end in a traceback
+    assert capsys.readouterr().err.startswith("error GEOCODER_UNAVAILABLE: The offline gazetteer index could not be")
 
 
 def test_distance_and_bearing():

@@ -7,6 +7,7 @@ import concurrent.futures
 import dataclasses
 import logging
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ from solarserv.geo import Located
 from solarserv.geo.gazetteer import Gazetteer, Nearby, PlaceDiscs, index_path
 from solarserv.geo.matching import Match, choose, not_found, relevant, split_qualifiers, tidy
 from solarserv.models import Place
+from solarserv.sqlite import is_file_failure
 
 log = logging.getLogger("solarserv.geo")
 
@@ -46,6 +48,10 @@ MAX_TRAILING_QUALIFIER_WORDS = 3
 # Logged, with its traceback, when the places cannot be read (reverse geocoding is display only).
 _TOWNS_FAILED = ("reading the places into memory for reverse geocoding failed; coordinates are shown "
                  "without a place name")
+# Logged once, in one line, when reading a built index fails for its file's sake (damaged, truncated or replaced
+# since it was built): a traceback would only say where the damage was met.
+_UNREADABLE = ("the gazetteer index %s cannot be read (%s): place names get 503 GEOCODER_UNAVAILABLE and coordinates "
+               "are shown without a place name; delete the file, and the next start builds it again")
 
 
 class OfflineGeocoder:
@@ -56,22 +62,25 @@ class OfflineGeocoder:
     about 0.3 s: in a thread from the start, so the server's ready line does not wait for it (only a
     `describe` that comes sooner does).
 
-    Either may fail (a broken data dir, no memory left): logged once, where it happened. Names then get
-    503 GEOCODER_UNAVAILABLE; coordinates are still answered, shown as themselves (reverse geocoding
-    is for display only), and `ready` stays False so /healthz shows it."""
+    Either may fail (a broken data dir, no memory left), and so may any read of a built index whose file
+    was damaged since: logged once, where it happened. Names then get 503 GEOCODER_UNAVAILABLE; coordinates
+    are still answered, shown as themselves (reverse geocoding is for display only), and `ready` stays False
+    so /healthz shows it."""
 
     name = "offline"
 
     def __init__(self, data_dir: Path, towns: PlaceDiscs | None = None) -> None:
         """``towns``: the places already read (``read_towns``), as `serve --processes` does before it forks."""
-        path = index_path(data_dir)
-        self._gazetteer: Gazetteer | None = Gazetteer(path) if path.exists() else None
+        self._path = index_path(data_dir)
+        self._gazetteer: Gazetteer | None = Gazetteer(self._path) if self._path.exists() else None
         self._building = None if self._gazetteer else _build_in_background(Path(data_dir))
+        # Reads fail on the event loop and in the thread reading the places: one of them gives the index up.
+        self._giving_up = threading.Lock()
+        self._given_up = False
         if towns is None:
             self._loading_towns = _in_background("gazetteer-towns", self._load_towns, _TOWNS_FAILED)
         else:
-            self._loading_towns = concurrent.futures.Future()
-            self._loading_towns.set_result(towns)
+            self._loading_towns = _done(towns)
 
     @property
     def ready(self) -> bool:
@@ -85,17 +94,35 @@ class OfflineGeocoder:
         """The open index, waiting for its first build if it is under way."""
         if self._gazetteer is None:
             built = await asyncio.wrap_future(self._building)
-            if built is None:  # logged once, in the build thread
-                raise ApiError("GEOCODER_UNAVAILABLE", 503, "The offline gazetteer index could not be built "
-                               "(see the server log); send latitude and longitude instead.")
+            if built is None:  # logged once, in the build thread or where a read failed
+                raise _unavailable()
             self._gazetteer = built
         return self._gazetteer
+
+    def _gives_up_on(self, failure: sqlite3.DatabaseError) -> bool:
+        """Whether ``failure`` is the index's file failing (damaged, truncated or replaced since it was built).
+        If it is, the index is given up, leaving the geocoder as a failed build does, and that is logged here,
+        once, in one line."""
+        if not is_file_failure(failure):
+            return False
+        with self._giving_up:
+            first, self._given_up = not self._given_up, True
+        if first:
+            log.error(_UNREADABLE, self._path, failure)
+            self._building = _done(None)  # before the index goes: `gazetteer()` then finds the build failed
+            self._gazetteer = None
+        return True
 
     def _load_towns(self) -> PlaceDiscs | None:
         gazetteer = self._gazetteer or self._building.result()  # a first build: once it is done
         if gazetteer is None:  # the build failed (logged there): no places to read
             return None
-        return _towns(gazetteer)
+        try:
+            return _towns(gazetteer)
+        except sqlite3.DatabaseError as failure:
+            if not self._gives_up_on(failure):
+                raise
+            return None
 
     async def towns(self) -> PlaceDiscs | None:
         """Every place as a disc of its town's extent, waiting for them to be read if need be; None if
@@ -105,6 +132,14 @@ class OfflineGeocoder:
         return self._loading_towns.result()
 
     async def locate(self, place_name: str) -> Located:
+        try:
+            return await self._locate(place_name)
+        except sqlite3.DatabaseError as failure:
+            if not self._gives_up_on(failure):
+                raise
+            raise _unavailable() from None
+
+    async def _locate(self, place_name: str) -> Located:
         gazetteer = await self.gazetteer()
         asked = tidy(place_name)
         name, qualifiers = split_qualifiers(asked)
@@ -135,8 +170,16 @@ class OfflineGeocoder:
     async def describe(self, latitude: float, longitude: float) -> Place | None:
         """The town the point is in ("Paris, Île-de-France, France"), else its distance and direction
         from the nearest populated place ("6 km N of Faramans, Auvergne-Rhône-Alpes, France"). None when
-        no place is near, or when the places could not be read (display only: the request goes on with
-        the coordinates)."""
+        no place is near, or when the places or the index could not be read (display only: the request
+        goes on with the coordinates)."""
+        try:
+            return await self._describe(latitude, longitude)
+        except sqlite3.DatabaseError as failure:
+            if not self._gives_up_on(failure):
+                raise
+            return None
+
+    async def _describe(self, latitude: float, longitude: float) -> Place | None:
         towns = await self.towns()
         if towns is None:
             return None
@@ -203,8 +246,11 @@ def read_towns(data_dir: Path) -> PlaceDiscs | None:
             return _towns(gazetteer)
         finally:
             gazetteer.close()  # no connection may cross the fork
-    except Exception:
-        log.exception(_TOWNS_FAILED)
+    except Exception as failure:
+        if is_file_failure(failure):
+            log.error(_UNREADABLE, path, failure)
+        else:
+            log.exception(_TOWNS_FAILED)
         return None
 
 
@@ -229,7 +275,19 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
     return _in_background("gazetteer-build", build, "building the gazetteer index failed")
 
 
+def _unavailable() -> ApiError:
+    return ApiError("GEOCODER_UNAVAILABLE", 503, "The offline gazetteer index could not be built or read (see the "
+                    "server log); send latitude and longitude instead.")
+
+
 Result = TypeVar("Result")
+
+
+def _done(result: Result) -> concurrent.futures.Future[Result]:
+    """A future that holds ``result`` already."""
+    done: concurrent.futures.Future[Result] = concurrent.futures.Future()
+    done.set_result(result)
+    return done
 
 
 def _in_background(name: str, work: Callable[[], Result | None],
