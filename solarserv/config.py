@@ -25,22 +25,36 @@ def _bool(text: str) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # whose message is Python's: "invalid literal for int() with base 10"
+        raise ValueError(f"must be a whole number, got {text!r}") from None
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:  # whose message is Python's: "could not convert string to float"
+        raise ValueError(f"must be a number, got {text!r}") from None
+
+
 def _positive_int(text: str) -> int:
-    value = int(text)
+    value = _whole_number(text)
     if value < 1:
         raise ValueError(f"must be at least 1, got {value}")
     return value
 
 
 def _port(text: str) -> int:
-    value = int(text)
+    value = _whole_number(text)
     if not 0 <= value <= 65535:
         raise ValueError(f"must be 0..65535, got {value}")
     return value
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
+    value = _number(text)
     if not value > 0:
         raise ValueError(f"must be greater than 0, got {value}")
     return value

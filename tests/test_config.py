@@ -24,6 +24,19 @@ def test_a_wrong_geocoder_setting_is_refused_naming_it(environ, said):
     assert str(refused.value).startswith(said)
 
 
+@pytest.mark.parametrize("environ,said", [
+    ({"PORT": "abc"}, "PORT='abc': must be a whole number, got 'abc'"),
+    ({"SOLARSERV_PROCESSES": "two"}, "SOLARSERV_PROCESSES='two': must be a whole number, got 'two'"),
+    ({"ANON_RPM": "1.5"}, "ANON_RPM='1.5': must be a whole number, got '1.5'"),
+    ({"GEOCODER_TIMEOUT": "soon"}, "GEOCODER_TIMEOUT='soon': must be a number, got 'soon'"),
+])
+def test_a_number_that_is_not_one_is_refused_in_plain_words(environ, said):
+    # Not Python's own: "invalid literal for int() with base 10: 'abc'".
+    with pytest.raises(config.SettingsError) as refused:
+        config.load(environ=environ)
+    assert str(refused.value) == said
+
+
 def test_geocoder_settings_that_load():
     settings = config.load(environ={"GEOCODER": "Nominatim", "GEOCODER_SCHEME": "HTTP",
                                     "GEOCODER_DOMAIN": "127.0.0.1:8080/nominatim"})
