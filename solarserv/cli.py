@@ -54,10 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings)
     try:
         return args.command(settings, args)
-    except (config.SettingsError, PluginConflict, TemplateLoadError, FileNotFoundError, KeyStoreError,
-            KeyStoreBusy, KeyStoreUnusable) as exc:
-        # Problems an operator fixes or retries (a port in use, plugins, templates, a locked or unusable
-        # key store): one line, not a traceback.
+    except (KeyStoreError, KeyStoreBusy, KeyStoreUnusable) as exc:
+        # The key store refused, was locked or cannot be used, in any command: one line in its words.
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (config.SettingsError, PluginConflict, TemplateLoadError, FileNotFoundError) as exc:
+        # Problems an operator fixes or retries (a port in use, plugins, templates): one line, not a traceback.
         print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
 
@@ -212,7 +214,7 @@ def _check_key_store(settings: Any) -> None:
     """Open the key store (making it in a new data dir) and write to it, before binding anything: a store this
     user cannot read or write would otherwise fail in every worker, which fork_processes restarts a hundred
     times each, or at the first console login."""
-    with _key_store(settings) as store:
+    with _key_store(settings, may_create=True) as store:
         store.drop_expired_sessions()
 
 
@@ -358,8 +360,14 @@ def list_plugins(settings: Any, args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _key_store(settings: Any) -> Iterator[KeyStore]:
-    """The key store in the data dir: the same one every server on that data dir reads."""
+def _key_store(settings: Any, may_create: bool = False) -> Iterator[KeyStore]:
+    """The key store in the data dir: the same one every server on that data dir reads. Unless ``may_create``,
+    a data dir without one is refused: a mistyped --data-dir would otherwise list an empty, new store, or
+    deactivate nothing."""
+    path = KeyStore.path_in(settings.data_dir)
+    if not may_create and not path.exists():
+        raise KeyStoreError(f"There is no key store at {path}: no key was created and no server has run with "
+                            "this data dir. Give the servers' --data-dir (or SOLARSERV_DATA_DIR).")
     store = KeyStore.open(settings.data_dir)
     try:
         yield store
@@ -367,27 +375,13 @@ def _key_store(settings: Any) -> Iterator[KeyStore]:
         store.close()
 
 
-def _missing_key_store(settings: Any) -> str | None:
-    """Why there are no keys to read here, when the data dir has no key store: a mistyped --data-dir would
-    otherwise list an empty, new store, or deactivate nothing."""
-    path = KeyStore.path_in(settings.data_dir)
-    if path.exists():
-        return None
-    return (f"There is no key store at {path}: no key was created and no server has run with this data "
-            "dir. Give the servers' --data-dir (or SOLARSERV_DATA_DIR).")
-
-
 def create_key(settings: Any, args: argparse.Namespace) -> int:
     new_store = not KeyStore.path_in(settings.data_dir).exists()
-    try:
-        # Checked before the store is opened, which makes one in a new data dir: a key refused there would
-        # leave an empty store behind, and a mistyped --data-dir would then pass for one with no keys yet.
-        fields = checked_key_fields(args.label, args.tier, args.rpm)
-        with _key_store(settings) as store:
-            issued = store.create(*fields)
-    except KeyStoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    # Checked before the store is opened, which makes one in a new data dir: a key refused there would leave
+    # an empty store behind, and a mistyped --data-dir would then pass for one with no keys yet.
+    fields = checked_key_fields(args.label, args.tier, args.rpm)
+    with _key_store(settings, may_create=True) as store:
+        issued = store.create(*fields)
     if new_store:
         print(f"note: created a new key store at {store.path}; servers read it when started with this data "
               "dir.", file=sys.stderr)
@@ -403,9 +397,6 @@ def create_key(settings: Any, args: argparse.Namespace) -> int:
 
 
 def list_keys(settings: Any, args: argparse.Namespace) -> int:
-    if missing := _missing_key_store(settings):
-        print(f"error: {missing}", file=sys.stderr)
-        return 1
     with _key_store(settings) as store:
         keys = store.all()
     if args.json:
@@ -421,14 +412,7 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
 
 
 def change_key_status(settings: Any, args: argparse.Namespace) -> int:
-    if missing := _missing_key_store(settings):
-        print(f"error: {missing}", file=sys.stderr)
-        return 1
     with _key_store(settings) as store:
-        try:
-            key = store.set_status(store.find(args.reference).id, args.status)
-        except KeyStoreError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+        key = store.set_status(store.find(args.reference).id, args.status)
     print(f"Key {key.id} ({key.preview}, {key.label!r}) is now {key.status}.")
     return 0

@@ -244,8 +244,8 @@ def test_a_key_store_that_is_not_a_database_stops_serve_in_one_line_before_any_w
         printed, _ = server.communicate(timeout=60)
     finally:
         stop_solarserv(server)
-    assert (server.returncode, printed) == (2, "")
-    assert log_path.read_text().splitlines() == [f"solarserv: KeyStoreUnusable: The key store "
+    assert (server.returncode, printed) == (1, "")
+    assert log_path.read_text().splitlines() == [f"error: The key store "
                                                  f"{new_data_dir / 'keys.db'} cannot be used: file is not a database."]
 
 
@@ -257,8 +257,8 @@ def test_a_key_store_serve_cannot_write_stops_it_before_it_binds(new_data_dir):
     done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "serve", "--port", "0",
                                                "--data-dir", str(new_data_dir)]),
                           capture_output=True, text=True, timeout=60, env=config.without_settings(os.environ))
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (f"solarserv: KeyStoreUnusable: The key store {new_data_dir / 'keys.db'} cannot be used: "
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"error: The key store {new_data_dir / 'keys.db'} cannot be used: "
                            "attempt to write a readonly database.\n")
 
 

@@ -329,8 +329,8 @@ def test_a_migration_that_cannot_get_the_write_lock_is_one_line_and_leaves_no_co
     monkeypatch.setattr(keys_module, "WAIT_FOR_MIGRATION_SECONDS", SERVER_WAIT_FOR_WRITER_SECONDS)
     with another_process_writing(tmp_path / "keys.db"):
         status, out, err = run(capsys, tmp_path, "list")
-    assert status == 2 and out == ""
-    assert err.startswith("solarserv: KeyStoreBusy: The key store ") and err.count("\n") == 1
+    assert status == 1 and out == ""
+    assert err.startswith("error: The key store ") and err.count("\n") == 1
     assert connections and all(is_closed(db) for db in connections)
     with opened(tmp_path) as store:  # the writer done, the migration applies
         assert store.session_is_live(store.start_session(lifetime_seconds=60))
@@ -453,16 +453,16 @@ def test_a_bad_setting_is_one_line_not_a_traceback(capsys, tmp_path):
 def test_a_key_store_that_is_not_a_database_is_one_line_naming_it(capsys, tmp_path, command):
     (tmp_path / "keys.db").write_bytes(b"Not a database: a file copied over it.\n" * 100)
     status, out, err = run(capsys, tmp_path, *command)
-    assert (status, out) == (2, "")
-    assert err == (f"solarserv: KeyStoreUnusable: The key store {tmp_path / 'keys.db'} cannot be used: file is not a "
+    assert (status, out) == (1, "")
+    assert err == (f"error: The key store {tmp_path / 'keys.db'} cannot be used: file is not a "
                    "database.\n")
 
 
 def test_a_data_dir_that_is_a_file_is_one_line(capsys, tmp_path):
     (tmp_path / "var").write_text("")
     status, out, err = run(capsys, tmp_path / "var", "create", "--label", "Acme", "--tier", "free")
-    assert (status, out) == (2, "")
-    assert err == (f"solarserv: KeyStoreUnusable: The key store cannot be kept in the data dir {tmp_path / 'var'}: "
+    assert (status, out) == (1, "")
+    assert err == (f"error: The key store cannot be kept in the data dir {tmp_path / 'var'}: "
                    "it is not a directory.\n")
 
 
@@ -482,5 +482,5 @@ def test_a_key_store_this_user_cannot_write_is_one_line_naming_it(tmp_path, read
     done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "keys", *command, "--data-dir",
                                                str(data_dir)]),
                           capture_output=True, text=True, timeout=60, env=config.without_settings(os.environ))
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == f"solarserv: KeyStoreUnusable: The key store {data_dir / 'keys.db'} cannot be used: {said}.\n"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"error: The key store {data_dir / 'keys.db'} cannot be used: {said}.\n"
