@@ -276,8 +276,9 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
 
 
 def _unavailable() -> ApiError:
+    # "the log", not "the server log": `solarserv calc` answers with it too, and writes its log to stderr.
     return ApiError("GEOCODER_UNAVAILABLE", 503, "The offline gazetteer index could not be built or read (see the "
-                    "server log); send latitude and longitude instead.")
+                    "log); send latitude and longitude instead.")
 
 
 Result = TypeVar("Result")
