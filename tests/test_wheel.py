@@ -9,23 +9,37 @@ import sys
 import sysconfig
 import urllib.request
 import zipfile
+from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
 CALC_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14", "--time", "14:30", "--json"]
 
+# Per dependency: its newest release without something solarserv uses, the first release with it, and what.
+# pip must refuse the older one: solarserv installs beside it without a word and fails only when run.
+FIRST_RELEASES_WITH_WHAT_WE_USE = {
+    "sqlite-utils": ("3.39.1", "4.0", "sqlite_utils.migrations (solarserv/sqlite.py)"),
+}
+
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
+def wheel(tmp_path_factory) -> Path:
+    """A wheel built from the checkout."""
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+                   check=True, capture_output=True)
+    return next(dist.glob("solarserv-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
     """bin/ of a fresh venv holding only the wheel; dependencies are borrowed from the test venv through a
     .pth line (not a site dir, so the checkout's editable install stays invisible), so no network is needed."""
     work = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(work / "dist"),
-                    str(ROOT)], check=True, capture_output=True)
-    wheel = next((work / "dist").glob("solarserv-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "plugins/summary.py" in names and "narratives/summary.txt.j2" in names
     assert "solarserv/web/templates/page.html" in names and "solarserv/web/static/page.js" in names
@@ -39,6 +53,19 @@ def installed(tmp_path_factory) -> Path:
                           check=True, capture_output=True, text=True).stdout.strip()
     (Path(site) / "borrowed-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return venv / "bin"
+
+
+@pytest.mark.slow
+def test_wheel_refuses_dependency_releases_without_what_solarserv_uses(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = Parser().parsestr(archive.read(next(
+            name for name in archive.namelist() if name.endswith(".dist-info/METADATA"))).decode())
+    requirements = {requirement.name: requirement for requirement in map(Requirement, metadata.get_all("Requires-Dist"))
+                    if requirement.marker is None}  # not the extras'
+    for name, (without, first_with, what) in FIRST_RELEASES_WITH_WHAT_WE_USE.items():
+        specifier = requirements[name].specifier
+        assert not specifier.contains(without), f"{requirements[name]} accepts {name} {without}, which lacks {what}"
+        assert specifier.contains(first_with), f"{requirements[name]} refuses {name} {first_with}, which has {what}"
 
 
 @pytest.mark.slow
