@@ -23,6 +23,7 @@ CALC_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-1
 # pip must refuse the older one: solarserv installs beside it without a word and fails only when run.
 FIRST_RELEASES_WITH_WHAT_WE_USE = {
     "sqlite-utils": ("3.39.1", "4.0", "sqlite_utils.migrations (solarserv/sqlite.py)"),
+    "redis": ("5.0.0", "5.0.1", "redis.asyncio.Redis.aclose (solarserv/ratelimit.py)"),
 }
 
 
