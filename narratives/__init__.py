@@ -1,5 +1,7 @@
 """The built-in narrative templates (``*.j2`` beside this file) and the filters they use.
 
+Installed as the package ``solarserv.narratives`` (pyproject.toml maps this folder into solarserv).
+
 ``FILTERS`` is registered on the one Jinja environment (``solarserv.narration``), so an operator's
 templates in ``NARRATIVES_DIR`` and third-party plugin templates can use the same formatting:
 

@@ -1,9 +1,9 @@
 """Plugins and the text they produce: one plugin manager and one Jinja environment per application.
 
 ``Narrator.build(settings)`` loads, in order: the built-in plugins (ordinary plugin modules in the
-``plugins`` package), installed plugins from the ``solarserv`` entry-point group (filtered by the
-``SOLARSERV_PLUGINS`` allow-list when set), and loose ``.py`` files in ``PLUGINS_DIR``. A third-party
-plugin that writes a text block takes it over from the built-in one.
+``solarserv.plugins`` package, the repository's ``plugins/``), installed plugins from the ``solarserv``
+entry-point group (filtered by the ``SOLARSERV_PLUGINS`` allow-list when set), and loose ``.py`` files in
+``PLUGINS_DIR``. A third-party plugin that writes a text block takes it over from the built-in one.
 
 ``Narrator.narrate(report)`` asks the plugins for their blocks and renders them. A plugin that cannot be
 loaded, raises, or returns what its hook does not promise loses only its own contribution, which is
@@ -31,19 +31,18 @@ from typing import Any
 import jinja2
 import pluggy
 
-import narratives
-from solarserv import hookspecs
+from solarserv import hookspecs, narratives
 from solarserv.hookspecs import Check, HistoricalContext, Narrative
 from solarserv.models import Report
 
 log = logging.getLogger(__name__)
 
 BUILTIN_PLUGINS = (
-    "plugins.summary",
-    "plugins.historical",
-    "plugins.solar_context",
-    "plugins.validation",
-    "plugins.share",
+    "solarserv.plugins.summary",
+    "solarserv.plugins.historical",
+    "solarserv.plugins.solar_context",
+    "solarserv.plugins.validation",
+    "solarserv.plugins.share",
 )
 
 

@@ -63,8 +63,8 @@ def test_plugins_lists_the_builtins_and_their_hooks(capsys, data_dir):
     status, out, _ = run(capsys, data_dir, "plugins", "--json")
     assert status == 0
     listing = {plugin["name"]: plugin for plugin in json.loads(out)}
-    assert listing["plugins.summary"]["hooks"] == ["solarserv_summary"]
-    assert listing["plugins.validation"]["source"] == "builtin"
+    assert listing["solarserv.plugins.summary"]["hooks"] == ["solarserv_summary"]
+    assert listing["solarserv.plugins.validation"]["source"] == "builtin"
 
 
 def test_a_plugin_conflict_is_one_line_and_a_failing_status(capsys, data_dir, tmp_path):

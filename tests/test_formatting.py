@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import narratives
-from solarserv import civil, timefmt
+from solarserv import civil, narratives, timefmt
 from solarserv.timefmt import (
     format_clock,
     format_coordinates,

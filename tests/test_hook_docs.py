@@ -88,7 +88,7 @@ def test_the_readme_example_of_a_block_taken_over_runs_with_its_template(tmp_pat
         (tmp_path / block["name"]).write_text(block["code"], encoding="utf-8")
     assert (tmp_path / "short_summary.py").exists() and (tmp_path / "short_summary.txt.j2").exists()
     narrator = Narrator.build(config.load(environ={"PLUGINS_DIR": str(tmp_path)}))
-    assert "plugins.summary" not in {plugin["name"] for plugin in narrator.plugins()}
+    assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins()}
     report = report_at("Paris", "2026-07-14", "14:30")
     reading = format_hms(round_to_second(report.true_solar))
     assert narrator.narrate(report).summary == \

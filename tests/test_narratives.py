@@ -9,14 +9,13 @@ import re
 import pytest
 from reports import report_at
 
-import narratives
-from narratives import duration, hms, signed_duration
-from plugins import validation
-from solarserv import config
+from solarserv import config, narratives
 from solarserv.errors import ApiError
 from solarserv.geo.tzhistory import SummerTimeRun, zone_history
 from solarserv.geo.zones import TZDATA_VERSION
 from solarserv.narration import Narrator, Texts
+from solarserv.narratives import duration, hms, signed_duration
+from solarserv.plugins import validation
 from solarserv.result import result_json
 from solarserv.timefmt import format_offset as offset
 from solarserv.timefmt import round_to_second

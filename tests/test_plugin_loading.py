@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from reports import report_at
 
-from narratives import hms
+import solarserv
 from solarserv import config
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict, TemplateLoadError
+from solarserv.narratives import hms
 from solarserv.timefmt import round_to_second
 
 EXTRA_CHECK = '''
@@ -227,7 +228,7 @@ def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_p
     texts = narrator.narrate(report)
     assert texts.summary == f"Sundial {hms(round_to_second(report.true_solar))}."
     assert (texts.solar_context, texts.validation) == (builtin_texts.solar_context, builtin_texts.validation)
-    assert "plugins.summary" not in {plugin["name"] for plugin in narrator.plugins()}
+    assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins()}
     # Each built-in writes one block and nothing else, so setting one aside loses nothing more.
     builtins = Narrator.build(config.load(environ={}), third_party=False).manager
     assert all(len(builtins.get_hookcallers(plugin)) == 1 for _, plugin in builtins.list_name_plugin())
@@ -291,7 +292,7 @@ def test_an_override_of_the_zone_record_changes_the_historical_context(tmp_path,
 def narrator_with_summary(monkeypatch, templates: Path, solarserv_summary) -> Narrator:
     """The built-ins with `solarserv_summary` in place of the built-in summary (a block has one writer),
     registered from the module as usual, and templates from `templates` first."""
-    monkeypatch.setattr(importlib.import_module("plugins.summary"), "solarserv_summary", solarserv_summary)
+    monkeypatch.setattr(importlib.import_module("solarserv.plugins.summary"), "solarserv_summary", solarserv_summary)
     return Narrator.build(config.load(environ={"NARRATIVES_DIR": str(templates)}), third_party=False)
 
 
@@ -375,7 +376,7 @@ def test_a_history_whose_text_fails_keeps_its_status(tmp_path, report):
     texts = build(NARRATIVES_DIR=str(tmp_path)).narrate(report)
     assert (texts.historical_context, texts.historical_context_found) == ("", True)
     assert texts.validation.splitlines()[-1] == \
-        "✗ plugin plugins.historical (historical_context) failed; its text was left out."
+        "✗ plugin solarserv.plugins.historical (historical_context) failed; its text was left out."
 
 
 SLOW_CHECK = '''
@@ -472,10 +473,19 @@ def test_third_party_false_loads_only_the_built_ins(installed_plugin):
     assert [plugin["name"] for plugin in narrator.plugins()] == list(BUILTIN_PLUGINS)
 
 
+def test_the_built_in_plugins_and_templates_are_those_of_the_solarserv_in_use():
+    """pyproject.toml maps plugins/ and narratives/ into solarserv: inside the package once installed, beside
+    it in a checkout. A checkout put on PYTHONPATH over another checkout's editable install gets that one's."""
+    package = Path(solarserv.__file__).parent
+    for name in ("plugins", "narratives"):
+        module = importlib.import_module(f"solarserv.{name}")
+        assert Path(module.__file__).parent in (package / name, package.parent / name), module.__file__
+
+
 def test_plugins_lists_name_source_version_and_hooks(tmp_path):
     write(tmp_path, "extra_check.py", EXTRA_CHECK)
     listing = build(PLUGINS_DIR=str(tmp_path)).plugins()
-    assert {"name": "plugins.historical", "source": "builtin", "version": None,
+    assert {"name": "solarserv.plugins.historical", "source": "builtin", "version": None,
             "hooks": ["solarserv_historical_context"]} in listing
     assert {"name": "extra_check", "source": "file", "version": None,
             "hooks": ["solarserv_validation_checks"]} in listing

@@ -30,9 +30,10 @@ FIRST_RELEASES_WITH_WHAT_WE_USE = {
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """A wheel built from the checkout."""
+    """A wheel built as `python -m build` builds it, from the sdist: a wheel built from the checkout itself
+    would carry whatever an earlier build left in its build/ folder (packages since moved, for one)."""
     dist = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
                    check=True, capture_output=True)
     return next(dist.glob("solarserv-*.whl"))
 
@@ -43,7 +44,7 @@ def installed(wheel, tmp_path_factory) -> Path:
     .pth line (not a site dir, so the checkout's editable install stays invisible), so no network is needed."""
     work = tmp_path_factory.mktemp("wheel")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "plugins/summary.py" in names and "narratives/summary.txt.j2" in names
+    assert "solarserv/plugins/summary.py" in names and "solarserv/narratives/summary.txt.j2" in names
     assert "solarserv/web/templates/page.html" in names and "solarserv/web/static/page.js" in names
     assert "solarserv/web/templates/console.html" in names
     venv = work / "venv"
@@ -71,16 +72,30 @@ def test_wheel_refuses_dependency_releases_without_what_solarserv_uses(wheel):
 
 
 @pytest.mark.slow
+def test_wheel_installs_the_one_top_level_package_solarserv(wheel):
+    """The built-in plugins and templates install inside it: a top-level `plugins` or `narratives` would be
+    overwritten by another distribution's, or shadowed by a folder of that name where solarserv runs."""
+    with zipfile.ZipFile(wheel) as archive:
+        top_level = {name.split("/")[0] for name in archive.namelist()}
+    assert {name for name in top_level if not name.endswith(".dist-info")} == {"solarserv"}
+
+
+@pytest.mark.slow
 def test_installed_wheel_is_used_not_the_checkout(installed, tmp_path):
-    where = subprocess.run([str(installed / "python"), "-c", "import solarserv, plugins; "
-                            "print(solarserv.__file__); print(plugins.__file__)"],
+    where = subprocess.run([str(installed / "python"), "-c", "import solarserv.narratives, solarserv.plugins; "
+                            "print(solarserv.plugins.__file__); print(solarserv.narratives.__file__)"],
                            cwd=tmp_path, check=True, capture_output=True, text=True).stdout
     assert str(ROOT) not in where and "site-packages" in where
 
 
 @pytest.mark.slow
-async def test_installed_calc_gives_the_same_answer(installed, tmp_path, data_dir, api):
-    from_wheel = subprocess.run([str(installed / "solarserv"), *CALC_ARGS, "--data-dir", str(data_dir)],
+@pytest.mark.parametrize("command", [["solarserv"], ["python", "-m", "solarserv"]])
+async def test_installed_calc_gives_the_same_answer(command, installed, tmp_path, data_dir, api):
+    # Someone else's packages named like the repository's folders, first on sys.path under `python -m`.
+    for name in ("plugins", "narratives"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    from_wheel = subprocess.run([str(installed / command[0]), *command[1:], *CALC_ARGS, "--data-dir", str(data_dir)],
                                 cwd=tmp_path, check=True, capture_output=True, text=True).stdout
     from_checkout = (await api("/api/v1/solar-time", "POST", PARIS)).json()
     assert json.loads(from_wheel) == from_checkout
