@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import urllib.request
 import zipfile
 from email.parser import Parser
@@ -29,13 +30,23 @@ FIRST_RELEASES_WITH_WHAT_WE_USE = {
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """A wheel built as `python -m build` builds it, from the sdist: a wheel built from the checkout itself
-    would carry whatever an earlier build left in its build/ folder (packages since moved, for one)."""
+def dist(tmp_path_factory) -> Path:
+    """The sdist and the wheel, built as `python -m build` builds them: the wheel from the sdist, as one built
+    from the checkout itself would carry whatever an earlier build left in its build/ folder."""
     dist = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
                    check=True, capture_output=True)
+    return dist
+
+
+@pytest.fixture(scope="module")
+def wheel(dist) -> Path:
     return next(dist.glob("solarserv-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def sdist(dist) -> Path:
+    return next(dist.glob("solarserv-*.tar.gz"))
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +89,16 @@ def test_wheel_installs_the_one_top_level_package_solarserv(wheel):
     with zipfile.ZipFile(wheel) as archive:
         top_level = {name.split("/")[0] for name in archive.namelist()}
     assert {name for name in top_level if not name.endswith(".dist-info")} == {"solarserv"}
+
+
+@pytest.mark.slow
+def test_sdist_carries_the_test_suite_whole_with_the_scripts_it_runs(sdist):
+    with tarfile.open(sdist) as archive:  # members are solarserv-VERSION/PATH
+        files = {member.name.split("/", 1)[1]: member for member in archive.getmembers() if member.isfile()}
+    needed = [*(ROOT / "tests").glob("*.py"), *(path for path in (ROOT / "scripts").iterdir() if path.is_file())]
+    missing = {path.relative_to(ROOT).as_posix() for path in needed} - files.keys()
+    assert not missing, f"the sdist lacks {sorted(missing)}"
+    assert files["scripts/test"].mode & 0o111 and files["scripts/serve"].mode & 0o111  # run as commands
 
 
 @pytest.mark.slow
