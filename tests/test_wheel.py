@@ -1,5 +1,6 @@
-"""A wheel built from the repo, installed into a fresh virtualenv and run from another directory,
-gives the same answers as the checkout."""
+"""The sdist and the wheel built from the repo: the sdist can run its tests, both carry the license, the wheel
+names usable dependency releases and installs nothing but `solarserv`, and, installed into a fresh virtualenv
+and run from another directory, gives the same answers as the checkout."""
 
 from __future__ import annotations
 
@@ -69,11 +70,15 @@ def installed(wheel, tmp_path_factory) -> Path:
     return venv / "bin"
 
 
+def dist_info_file(wheel: Path, name: str) -> str:
+    """A file of the wheel's *.dist-info folder, as text."""
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read(next(path for path in archive.namelist() if path.endswith(f".dist-info/{name}"))).decode()
+
+
 @pytest.mark.slow
 def test_wheel_refuses_dependency_releases_without_what_solarserv_uses(wheel):
-    with zipfile.ZipFile(wheel) as archive:
-        metadata = Parser().parsestr(archive.read(next(
-            name for name in archive.namelist() if name.endswith(".dist-info/METADATA"))).decode())
+    metadata = Parser().parsestr(dist_info_file(wheel, "METADATA"))
     requirements = {requirement.name: requirement for requirement in map(Requirement, metadata.get_all("Requires-Dist"))
                     if requirement.marker is None}  # not the extras'
     for name, (without, first_with, what) in FIRST_RELEASES_WITH_WHAT_WE_USE.items():
@@ -99,6 +104,16 @@ def test_sdist_carries_the_test_suite_whole_with_the_scripts_it_runs(sdist):
     missing = {path.relative_to(ROOT).as_posix() for path in needed} - files.keys()
     assert not missing, f"the sdist lacks {sorted(missing)}"
     assert files["scripts/test"].mode & 0o111 and files["scripts/serve"].mode & 0o111  # run as commands
+
+
+@pytest.mark.slow
+def test_wheel_and_sdist_carry_the_mit_license(wheel, sdist):
+    license_text = (ROOT / "LICENSE").read_text()
+    assert license_text.startswith("MIT License\n") and "Copyright (c) 2026 The solarserv authors" in license_text
+    assert dist_info_file(wheel, "licenses/LICENSE") == license_text
+    assert "License-File: LICENSE" in dist_info_file(wheel, "METADATA").splitlines()
+    with tarfile.open(sdist) as archive:
+        assert archive.extractfile(f"{sdist.name.removesuffix('.tar.gz')}/LICENSE").read().decode() == license_text
 
 
 @pytest.mark.slow
