@@ -24,19 +24,14 @@ from solarserv.solar import fast
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 sys.path.insert(0, str(SCRIPTS))
+import bench_calc  # noqa: E402
 import bench_http  # noqa: E402
 
 ONE_FIT = ((0.0, 0.0, 1.0),)  # equation of time 0, declination 0, distance 1 au all day
 OK_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
 
-@pytest.fixture
-def bench_calc():
-    # It compares against libraries of the bench extra only (scripts/bench installs it).
-    return pytest.importorskip("bench_calc", reason="needs the bench extra: pip install -e '.[bench]'")
-
-
-def test_the_warm_core_fits_no_day_while_timed_with_more_days_than_the_services_cache(monkeypatch, bench_calc):
+def test_the_warm_core_fits_no_day_while_timed_with_more_days_than_the_services_cache(monkeypatch):
     fitted: list[int] = []
 
     def instant_fits(days):  # thousands of days fitted in no time
