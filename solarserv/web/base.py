@@ -95,12 +95,15 @@ class BaseHandler(tornado.web.RequestHandler):
         """Tornado's own lines name the request's URI, and the one for an uncaught exception adds the whole
         request: a console login link, or a mistyped one, would put the admin token in the log. These name
         the request as the access log does (request_summary), and keep the traceback."""
-        if isinstance(value, KeyStoreBusy):
+        if isinstance(value, ApiError):
+            # An answer the client is meant to get, not a fault: one line, no traceback.
+            log.info("%s → %d %s: %s", request_summary(self), value.status, value.code, escaped(value.message))
+        elif isinstance(value, KeyStoreBusy):
             # Answered 503 "try again" (the console's write_error): another process's doing, not a fault.
             log.warning("%s → 503: %s", request_summary(self), value)
         elif isinstance(value, tornado.web.HTTPError):
-            if value.get_message():
-                log.warning("%d %s: %s", value.status_code, request_summary(self), value.get_message())
+            if value.get_message():  # it may quote what the client sent (a 415 its Content-Encoding)
+                log.warning("%s → %d: %s", request_summary(self), value.status_code, escaped(value.get_message()))
         else:
             log.error("Uncaught exception %s", request_summary(self), exc_info=(typ, value, tb))
 
@@ -171,24 +174,13 @@ class ApiHandler(BaseHandler):
         for name, value in self.admission.headers.items() if self.admission else ():
             self.set_header(name, value)
 
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, ApiError):
-            # An answer the client is meant to get, not a fault: one line, no traceback.
-            # Both may hold what the client sent (a 404 names the path): escaped, as in request_summary.
-            log.info("%s %s → %d %s: %s", self.request.method, escaped(self.request.path), value.status, value.code,
-                     escaped(value.message))
-        else:
-            super().log_exception(typ, value, tb)
-
-
 def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
     exception = exc_info[1] if exc_info else None
     if isinstance(exception, ApiError):
         return exception
     if isinstance(exception, tornado.web.HTTPError) and exception.status_code < 500:
         code = _HTTP_CODES.get(exception.status_code, f"HTTP_{exception.status_code}")
-        message = exception.log_message % exception.args if exception.args else exception.log_message
-        return ApiError(code, exception.status_code, message or exception.reason
+        return ApiError(code, exception.status_code, exception.get_message() or exception.reason
                         or tornado.web.httputil.responses.get(exception.status_code, "Error"))
     if status_code < 500:
         return ApiError(_HTTP_CODES.get(status_code, f"HTTP_{status_code}"), status_code,
