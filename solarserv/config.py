@@ -90,15 +90,17 @@ def _redis_url(text: str) -> str:
     return text
 
 
-def _credentials_hidden(url: str) -> str:
-    """A Redis URL as an error message may echo it: the user and password (before the last "@") and a query's
-    ``password=`` hidden. Works on URLs too malformed to parse, which are the ones echoed."""
+def redis_url_shown(url: str) -> str:
+    """A Redis URL as logs, /healthz and settings errors show it: without its user and password (before the last
+    "@") and, of its query, only the database (a query may hold a password). Works on URLs too malformed to parse,
+    which are the ones a settings error echoes. A socket's database is kept: unix:// URLs can only give it as
+    ``?db=`` (``_redis_url`` refuses one elsewhere)."""
     scheme, separator, rest = url.partition("://")
     if not separator:  # no scheme, which is refused: "user:password@host" is all rest
         scheme, rest = "", url
-    _credentials, at, location = rest.rpartition("@")
-    location = re.sub(r"(?<=[?&]password=)[^&]*", "***", location)
-    return f"{scheme}{separator}{'***@' if at else ''}{location}"
+    location, _, query = rest.rpartition("@")[2].partition("?")
+    database = parse_qs(query).get("db", [None])[0]
+    return f"{scheme}{separator}{location}{f'?db={database}' if database else ''}"
 
 
 def _one_of(*choices: str) -> Callable[[str], str]:
@@ -154,7 +156,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory for the SQLite key store and the gazetteer index."),
     Setting("redis_url", "REDIS_URL", "--redis-url", _redis_url, None,
             "Redis URL for shared rate-limit counters: redis://[[user]:password@]host[:port][/db], rediss://… "
-            "(TLS) or unix://path[?db=N]; unset: in-process counters.", shown_in_errors=_credentials_hidden),
+            "(TLS) or unix://path[?db=N]; unset: in-process counters.", shown_in_errors=redis_url_shown),
     Setting("api_key_required", "API_KEY_REQUIRED", None, _bool, False,
             "true: every API request needs a valid X-API-Key."),
     Setting("admin_token", "ADMIN_TOKEN", None, str, None,

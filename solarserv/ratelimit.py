@@ -16,12 +16,13 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio
 import redis.exceptions
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+
+from solarserv import config
 
 log = logging.getLogger("solarserv.ratelimit")
 
@@ -97,7 +98,7 @@ class RedisCounters:
     """Counters every process shares. One round trip per request: a script that increments and expires."""
 
     def __init__(self, url: str) -> None:
-        self.where = redacted(url)
+        self.where = config.redis_url_shown(url)
         self._client = redis.asyncio.Redis.from_url(
             url,
             socket_connect_timeout=REDIS_CONNECT_TIMEOUT_SECONDS,
@@ -159,16 +160,6 @@ def redis_refusal(url: str) -> str | None:
         return None
 
     return asyncio.run(ask())
-
-
-def redacted(url: str) -> str:
-    """The Redis URL without user, password or the rest of its query (which may hold a password): fit for logs.
-    A socket's database is kept: unix:// URLs can only give it as ``?db=`` (config refuses one elsewhere)."""
-    parts = urlsplit(url)
-    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    database = parse_qs(parts.query).get("db", [None])[0]
-    return f"{parts.scheme}://{host}{port}{parts.path}{f'?db={database}' if database else ''}"
 
 
 @dataclass(frozen=True)

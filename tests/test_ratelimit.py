@@ -16,7 +16,7 @@ import redis.exceptions
 from counters import RedisServer, UnusedMinuteClock, unused_port
 
 from solarserv import config
-from solarserv.ratelimit import WINDOW_SECONDS, MemoryCounters, RateLimiter, RedisCounters, redacted
+from solarserv.ratelimit import WINDOW_SECONDS, MemoryCounters, RateLimiter, RedisCounters
 
 
 def unique_name() -> str:
@@ -228,7 +228,8 @@ async def test_a_redis_that_refuses_the_url_is_misconfigured_not_unreachable(ref
     logged = [record for record in caplog.records if record.name == "solarserv.ratelimit"]
     assert [record.levelname for record in logged] == ["ERROR"]  # once, though Redis was asked three times
     assert logged[0].getMessage().startswith(
-        f"Redis at {redacted(url)} refuses solarserv ({health['reason']}): a configuration error, not an outage; "
+        f"Redis at {config.redis_url_shown(url)} refuses solarserv ({health['reason']}): a configuration error, "
+        "not an outage; "
         "fix the password, user or database in REDIS_URL, or Redis's access rules.")
 
 
@@ -302,7 +303,7 @@ def test_memory_only_limiter_reports_no_redis():
 ])
 def test_logged_redis_urls_hold_no_password_and_name_the_database_used(url, shown):
     assert config.load(environ={"REDIS_URL": url}).redis_url == url
-    assert redacted(url) == shown
+    assert config.redis_url_shown(url) == shown
 
 
 @pytest.mark.parametrize(("url", "problem"), [
@@ -322,12 +323,12 @@ def test_a_redis_url_redis_py_would_refuse_or_misread_is_a_settings_error(url, p
 
 
 @pytest.mark.parametrize(("url", "shown"), [
-    ("redis://:s3cret@127.0.0.1:notaport/0", "redis://***@127.0.0.1:notaport/0"),
-    ("redis://user:s3@cret@127.0.0.1:6379/abc", "redis://***@127.0.0.1:6379/abc"),
-    ("user:s3cret@127.0.0.1:6379", "***@127.0.0.1:6379"),
-    ("unix:///run/redis.sock?password=s3cret&db=two", "unix:///run/redis.sock?password=***&db=two"),
+    ("redis://:s3cret@127.0.0.1:notaport/0", "redis://127.0.0.1:notaport/0"),
+    ("redis://user:s3@cret@127.0.0.1:6379/abc", "redis://127.0.0.1:6379/abc"),
+    ("user:s3cret@127.0.0.1:6379", "127.0.0.1:6379"),
+    ("unix:///run/redis.sock?password=s3cret&db=two", "unix:///run/redis.sock?db=two"),
     # A "/" in the password, digits before it: they read as the port, and the rest of the password as the database.
-    ("redis://user:9999/s3cret@127.0.0.1:6379/0", "redis://***@127.0.0.1:6379/0"),
+    ("redis://user:9999/s3cret@127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
 ])
 def test_a_refused_redis_url_is_echoed_without_its_password(url, shown):
     with pytest.raises(config.SettingsError) as refused:
