@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from solarserv.errors import invalid, malformed
+from solarserv.geo.matching import fold, split_qualifiers
 from solarserv.models import SolarQuery
 from solarserv.solar.ephemeris import EPHEMERIS_NAME, SUPPORTED_FIRST_DATE, SUPPORTED_LAST_DATE
 from solarserv.text import has_hidden_characters
@@ -176,7 +177,9 @@ def _check_place_name(raw: str) -> str:
     if has_hidden_characters(name):
         raise invalid("place_name must not contain control, unassigned or layout characters (line "
                       "separators, bidirectional overrides).")
-    if not any(character.isalnum() for character in name):
-        # Names are compared by their letters and digits alone (geo.matching.fold): this one would match nothing.
-        raise invalid(f"place_name must contain a letter or a digit, got {name!r}.")
+    if not fold(split_qualifiers(name)[0]):
+        # Names are compared by their letters and digits alone, and the name is what comes before the first
+        # comma (geo.matching): this one would match nothing.
+        raise invalid(f"place_name must begin with a name holding a letter or a digit (a region or country may "
+                      f"follow it after a comma: \"Paris, FR\"), got {name!r}.")
     return name

@@ -106,8 +106,9 @@ def test_well_formed_but_invalid_values_are_422_with_the_rule(changes, words):
     ("Paris\u202e", "control"),  # a bidirectional override
     ("Par\u2028is", "control"),  # a line separator
     ("Paris\n", None),  # trailing whitespace, including a newline, is trimmed
-    (", , ,", "must contain a letter or a digit, got ', , ,'"),  # not a 404 for the empty name it folds to
-    ("- _ .", "must contain a letter or a digit"),
+    (", , ,", "must begin with a name holding a letter or a digit"),  # not a 404 for the empty name it folds to
+    ("- _ .", "must begin with a name holding a letter or a digit"),
+    (", Paris", "after a comma: \"Paris, FR\"), got ', Paris'"),  # the name comes first; Paris is a qualifier here
 ])
 def test_place_name_rules(name, words):
     fields = {"date": "2026-07-14", "local_time": "14:30", "place_name": name}
