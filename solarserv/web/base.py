@@ -67,11 +67,17 @@ class BaseHandler(tornado.web.RequestHandler):
         return self.get(*args)
 
     def check_xsrf_cookie(self) -> None:
-        """Tornado calls this before any handler code, for every method but GET, HEAD and OPTIONS. Only a method
-        this handler defines can take a form: any other is answered 405 naming those it does (set_allow_header),
-        not 403 as a form without its XSRF token."""
+        """Tornado calls this before any handler code, for every method but GET, HEAD and OPTIONS. A body that
+        could not be taken (over 16 KiB) is refused as such, and only a method this handler defines can take a
+        form: any other is answered 405 naming those it does (set_allow_header), not 403 as a form without its
+        XSRF token."""
+        self.check_body()
         if self.request.method in self.defined_methods():
-            super().check_xsrf_cookie()
+            self.check_form_token()
+
+    def check_form_token(self) -> None:
+        """The form's XSRF token, checked as Tornado does (against the _xsrf cookie)."""
+        super().check_xsrf_cookie()
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         self.set_allow_header(status_code)

@@ -149,13 +149,11 @@ class ConsoleHandler(BaseHandler):
             return self.services.console.form_token(self.current_user)
         return super().xsrf_token
 
-    def check_xsrf_cookie(self) -> None:
+    def check_form_token(self) -> None:
         """A form posted with a session must carry that session's token; one without a session (logging
-        in) is checked as Tornado does, against the _xsrf cookie. A body that could not be taken (over 16 KiB)
-        is refused as such, not as a form without its token."""
-        self.check_body()
+        in) is checked as Tornado does, against the _xsrf cookie."""
         if not self.current_user:
-            super().check_xsrf_cookie()
+            super().check_form_token()
             return
         sent = self.get_argument("_xsrf", None) or ""
         if not hmac.compare_digest(sent.encode(), self.xsrf_token):
