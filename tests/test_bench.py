@@ -251,13 +251,14 @@ def test_the_two_process_scaling_of_the_api_and_of_hello_world_is_printed():
 def test_a_profile_sample_counts_for_the_stage_of_its_innermost_recognised_frame():
     loop = "_run (/usr/lib/python3.11/asyncio/events.py:80);post (api.py:40)"
     raw = [f"{loop};admit (access.py:12);hit (/repo/solarserv/ratelimit.py:90) 3",
-           f"{loop};log_request (/repo/solarserv/web/app.py:20);info (/usr/lib/python3.11/logging/__init__.py:1) 2",
+           f"{loop};log_request (base.py:20);info (/usr/lib/python3.11/logging/__init__.py:1) 2",
+           f"{loop};log_request (base.py:20);request_summary (base.py:30) 1",
            f"{loop};solar_events (/repo/solarserv/solar/events.py:10);sun_state (/repo/solarserv/solar/fast.py:1) 4",
            f"{loop};helper (/repo/solarserv/unknown.py:1) 1"]
     stages, _, total = bench_http._stage_shares(raw)
-    assert stages == {"admission (API key, rate limit)": 3, "access log": 2, "sun position (engine)": 4,
+    assert stages == {"admission (API key, rate limit)": 3, "access log": 3, "sun position (engine)": 4,
                       "Tornado HTTP, asyncio event loop, handlers": 1}
-    assert total == 10
+    assert total == 11
 
 
 def test_the_readme_profile_table_names_the_scripts_stages():

@@ -17,7 +17,7 @@ from solarserv.keys import SERVER_WAIT_FOR_WRITER_SECONDS, KeyStore
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
 from solarserv.web import api, console, page
-from solarserv.web.base import BaseHandler, NotFoundHandler
+from solarserv.web.base import BaseHandler, NotFoundHandler, log_request
 from solarserv.web.body import MAX_DRAINED_BYTES, BodyReader
 from solarserv.web.console import ConsoleSecrets
 
@@ -117,5 +117,5 @@ def make_app(settings: Any, services: Services | None = None) -> tornado.web.App
         template_path=str(WEB_DIR / "templates"),
         static_path=str(WEB_DIR / "static"),
         static_handler_class=StaticFiles,
-        log_function=console.log_request,
+        log_function=log_request,
     )

@@ -18,6 +18,7 @@ from solarserv.text import escaped
 from solarserv.web import access
 
 log = logging.getLogger("solarserv.web")
+access_log = logging.getLogger("tornado.access")
 
 # Where the operator console lives (solarserv.web.console); its login link carries the admin token.
 CONSOLE_PATH = "/console"
@@ -112,6 +113,14 @@ class BaseHandler(tornado.web.RequestHandler):
                 log.warning("%s → %d: %s", request_summary(self), value.status_code, escaped(value.get_message()))
         else:
             log.error("Uncaught exception %s", request_summary(self), exc_info=(typ, value, tb))
+
+
+def log_request(handler: tornado.web.RequestHandler) -> None:
+    """The access-log line of every answer (the application's log_function), naming the request as every line
+    does (request_summary)."""
+    status = handler.get_status()
+    level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    access_log.log(level, "%d %s %.2fms", status, request_summary(handler), 1000.0 * handler.request.request_time())
 
 
 def request_summary(handler: tornado.web.RequestHandler) -> str:

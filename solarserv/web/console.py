@@ -22,7 +22,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
-import logging
 import os
 import secrets
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ import tornado.web
 
 from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStoreBusy, KeyStoreError
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, key_counter
-from solarserv.web.base import CONSOLE_PATH, BaseHandler, request_summary
+from solarserv.web.base import CONSOLE_PATH, BaseHandler
 
 LOGIN_PATH = "/console/login"
 SESSION_COOKIE = "solarserv_console"
@@ -50,7 +49,6 @@ SECURITY_HEADERS = {
                                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
 }
 
-access_log = logging.getLogger("tornado.access")
 
 
 class Access(enum.Enum):
@@ -310,14 +308,6 @@ def check_declared_access(routes: list[tuple[str, type]]) -> None:
         if not isinstance(vars(handler).get("access"), Access):
             raise TypeError(f"{handler.__name__} (route {pattern}) must declare access = Access.ADMIN or "
                             "Access.PUBLIC.")
-
-
-def log_request(handler: tornado.web.RequestHandler) -> None:
-    """Tornado's access-log line, naming the request as every line does (request_summary: without a query
-    string that may hold the admin token)."""
-    status = handler.get_status()
-    level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
-    access_log.log(level, "%d %s %.2fms", status, request_summary(handler), 1000.0 * handler.request.request_time())
 
 
 routes = [
