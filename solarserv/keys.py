@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from solarserv.sqlite import Migrations, is_file_failure, sqlite_utils
+from solarserv.sqlite import Migrations, is_busy, is_file_failure, sqlite_utils
 from solarserv.text import has_hidden_characters
 
 KEY_PREFIX = "tst_"
@@ -150,7 +150,7 @@ def _failures_explained(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
+        if is_busy(exc):
             raise KeyStoreBusy(f"The key store {path} is locked by another process's write; try again in a "
                                "moment.") from exc
         if is_file_failure(exc):
