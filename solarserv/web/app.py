@@ -93,8 +93,8 @@ class Services:
             "ephemeris": self.pipeline.engine.name,
             "geocoder": self.pipeline.geocoder.name,
             # False while the offline gazetteer builds its index on a first start (place names then wait),
-            # and for good if that build or reading its places into memory failed (see the log); an online
-            # geocoder's is False while its provider's rate-limit refusal holds.
+            # and for good if that build, reading its places into memory or reading the index failed (see the
+            # log); an online geocoder's is False while its provider's rate-limit refusal holds.
             "geocoder_ready": self.pipeline.geocoder.ready,
             "api_key_required": self.settings.api_key_required,
             "rate_limit_counters": self.limiter.health(),
