@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -34,9 +35,12 @@ def _whole_number(text: str) -> int:
 
 def _number(text: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:  # whose message is Python's: "could not convert string to float"
         raise ValueError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):  # float() reads "inf" and "nan"
+        raise ValueError(f"must be a finite number, got {text!r}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -57,6 +61,13 @@ def _positive_float(text: str) -> float:
     value = _number(text)
     if not value > 0:
         raise ValueError(f"must be greater than 0, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = _number(text)
+    if not value >= 0:
+        raise ValueError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -177,6 +188,9 @@ SETTINGS: tuple[Setting, ...] = (
             "application); unset: solarserv/VERSION."),
     Setting("geocoder_timeout", "GEOCODER_TIMEOUT", None, _positive_float, 5.0,
             "Seconds to wait for the online geocoder before answering 503 GEOCODER_UNAVAILABLE."),
+    Setting("geocoder_interval", "GEOCODER_INTERVAL", None, _non_negative_float, None,
+            "Least seconds between two calls to the online geocoder, from all of the server's processes together; "
+            "unset: 1 for Nominatim's public service (its usage policy), else 0."),
     Setting("plugins_dir", "PLUGINS_DIR", "--plugins-dir", Path, None,
             "Directory of extra plugin .py files to load."),
     Setting("narratives_dir", "NARRATIVES_DIR", "--narratives-dir", Path, None,

@@ -29,6 +29,10 @@ def test_a_wrong_geocoder_setting_is_refused_naming_it(environ, said):
     ({"SOLARSERV_PROCESSES": "two"}, "SOLARSERV_PROCESSES='two': must be a whole number, got 'two'"),
     ({"ANON_RPM": "1.5"}, "ANON_RPM='1.5': must be a whole number, got '1.5'"),
     ({"GEOCODER_TIMEOUT": "soon"}, "GEOCODER_TIMEOUT='soon': must be a number, got 'soon'"),
+    ({"GEOCODER_TIMEOUT": "nan"}, "GEOCODER_TIMEOUT='nan': must be a finite number, got 'nan'"),
+    ({"PLUGIN_TIMEOUT": "0"}, "PLUGIN_TIMEOUT='0': must be greater than 0, got 0.0"),
+    ({"GEOCODER_INTERVAL": "-1"}, "GEOCODER_INTERVAL='-1': must be 0 or more, got -1.0"),
+    ({"GEOCODER_INTERVAL": "inf"}, "GEOCODER_INTERVAL='inf': must be a finite number, got 'inf'"),
 ])
 def test_a_number_that_is_not_one_is_refused_in_plain_words(environ, said):
     # Not Python's own: "invalid literal for int() with base 10: 'abc'".

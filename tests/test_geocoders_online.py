@@ -478,6 +478,56 @@ def test_a_refusal_without_retry_after_pauses_the_provider_for_the_default(provi
     assert refusal(nominatim, "Paris, Texas").extra["retry_after"] <= online.REFUSAL_PAUSE_SECONDS
 
 
+def test_calls_start_an_interval_apart_and_a_name_waits_for_its_turn(provider_server):
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=0.3, geocoder_timeout=2)
+
+    async def three_names() -> list:
+        return await asyncio.gather(*(geocoder.locate(name) for name in ("Paris, Texas", "New York", "München")))
+
+    started = time.monotonic()
+    located = asyncio.run(three_names())
+    assert [found.place.country_code for found in located] == ["US", "US", "DE"]
+    assert time.monotonic() - started >= 0.6  # the second call started 0.3 s after the first, the third 0.6 s
+
+
+def test_a_name_whose_turn_comes_after_the_timeout_is_a_503_without_asking(provider_server):
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=5, geocoder_timeout=0.5)
+    requests = provider_server["requests"]
+    locate(geocoder, "Paris, Texas")
+    asked_before = len(requests)
+    error = refusal(geocoder, "Rome")
+    assert (error.code, error.status) == ("GEOCODER_UNAVAILABLE", 503)
+    assert error.message.startswith("The place-name geocoder (nominatim) is asked at most once every 5 s, and its "
+                                    "turns for the next 5 s are taken. Try again in ")
+    assert 4 <= error.extra["retry_after"] <= 5  # when a turn within the timeout will be free
+    assert len(requests) == asked_before
+
+
+def test_a_town_for_display_never_waits_for_a_turn(provider_server):
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=5)
+    requests = provider_server["requests"]
+    locate(geocoder, "Paris, Texas")
+    asked_before = len(requests)
+    assert asyncio.run(geocoder.describe(48.8584, 2.2946)) is None  # the coordinates are shown instead
+    assert len(requests) == asked_before
+
+
+@pytest.mark.parametrize("name,domain,interval,processes,expected", [
+    ("nominatim", None, None, 1, 1.0),  # the public service: its usage policy
+    ("nominatim", "nominatim.openstreetmap.org", None, 1, 1.0),
+    ("nominatim", None, None, 3, 3.0),  # three processes each ask once every 3 s
+    ("nominatim", "localhost:8080", None, 1, 0.0),  # an instance of one's own
+    ("photon", None, None, 1, 0.0),  # fair use, no number
+    ("nominatim", None, 0.0, 2, 0.0),  # GEOCODER_INTERVAL given
+    ("photon", "localhost:2322", 0.25, 2, 0.5),
+])
+def test_the_interval_keeps_the_public_services_policy_across_processes(name, domain, interval, processes,
+                                                                         expected):
+    settings = dataclasses.replace(config.load(environ={}), geocoder=name, geocoder_domain=domain,
+                                   geocoder_interval=interval, processes=processes)
+    assert build_geocoder(settings).interval == expected
+
+
 def test_repeated_questions_are_answered_from_memory(nominatim, provider_server):
     requests = provider_server["requests"]
     asked_before = len(requests)

@@ -60,6 +60,8 @@ class NominatimProvider:
 
     name = "nominatim"
     default_domain = "nominatim.openstreetmap.org"
+    # The public service's usage policy: "an absolute maximum of 1 request per second", from all users together.
+    public_interval = 1.0
 
     def __init__(self, **connection: Any) -> None:
         self._geopy = Nominatim(**connection)
@@ -101,6 +103,7 @@ class PhotonProvider:
 
     name = "photon"
     default_domain = "photon.komoot.io"
+    public_interval = 0.0  # fair use, with no number given
 
     def __init__(self, **connection: Any) -> None:
         self._geopy = Photon(**connection)
@@ -148,10 +151,13 @@ PROVIDERS = {provider.name: provider for provider in (NominatimProvider, PhotonP
 
 class OnlineGeocoder:
 
-    def __init__(self, provider: NominatimProvider | PhotonProvider, timeout: float) -> None:
+    def __init__(self, provider: NominatimProvider | PhotonProvider, timeout: float, interval: float = 0.0) -> None:
+        """``interval``: the least seconds between two calls from this process."""
         self.provider = provider
         self.name = provider.name
         self.timeout = timeout
+        self.interval = interval
+        self._next_call = 0.0  # time.monotonic() from which the next call may start
         # geopy's timeout bounds each read from the socket, not the call: a body dripping a byte a second
         # keeps a call going long past it. So _ask puts its own deadline on the whole call, queueing
         # included; a call given up on keeps its thread until its socket gives up, so the calls run in a
@@ -168,14 +174,20 @@ class OnlineGeocoder:
     @classmethod
     def from_settings(cls, settings: Any) -> OnlineGeocoder:
         provider = PROVIDERS[settings.geocoder]  # config.load has checked the name and the scheme
+        domain = settings.geocoder_domain or provider.default_domain
+        interval = settings.geocoder_interval
+        if interval is None:
+            interval = provider.public_interval if domain == provider.default_domain else 0.0
         return cls(provider(
             # urllib: one attempt per call (geopy's requests adapter retries twice on a read timeout).
             adapter_factory=URLLibAdapter,
-            domain=settings.geocoder_domain or provider.default_domain,
+            domain=domain,
             scheme=settings.geocoder_scheme,
             user_agent=settings.geocoder_user_agent or DEFAULT_USER_AGENT,
             timeout=settings.geocoder_timeout,
-        ), timeout=settings.geocoder_timeout)
+        ), timeout=settings.geocoder_timeout,
+            # Each process spaces its own calls, so that the server's processes together keep the interval.
+            interval=interval * settings.processes)
 
     @property
     def ready(self) -> bool:
@@ -195,7 +207,7 @@ class OnlineGeocoder:
         # The provider is asked for the rounded point, so a remembered answer is the one it would give.
         point = (round(latitude, TOWN_DECIMALS), round(longitude, TOWN_DECIMALS))
         try:
-            town = await self._remembered(self._towns, point, self.provider.town_at, *point)
+            town = await self._remembered(self._towns, point, self.provider.town_at, *point, may_wait=False)
         except ApiError:
             return None
         if town is None or not town.display_name:
@@ -211,47 +223,59 @@ class OnlineGeocoder:
                 for hit in self.provider.search(asked)]
 
     async def _remembered(self, answers: collections.OrderedDict[Key, tuple[Result, float]], key: Key,
-                          read: Callable[..., Result], *args: Any) -> Result:
+                          read: Callable[..., Result], *args: Any, may_wait: bool = True) -> Result:
         """The answer kept for `key` if younger than REMEMBERED_SECONDS, else `read(*args)` asked of the
-        provider and kept among the last REMEMBERED_ANSWERS, the least recently used dropped first."""
+        provider (``_ask``) and kept among the last REMEMBERED_ANSWERS, the least recently used dropped first."""
         if key in answers:
             answer, asked_at = answers[key]
             if time.monotonic() - asked_at < REMEMBERED_SECONDS:
                 answers.move_to_end(key)
                 return answer
-        answer = await self._ask(read, *args)
+        answer = await self._ask(read, *args, may_wait=may_wait)
         answers[key] = (answer, time.monotonic())
         answers.move_to_end(key)
         if len(answers) > REMEMBERED_ANSWERS:
             answers.popitem(last=False)
         return answer
 
-    async def _ask(self, read: Callable[..., Result], *args: Any) -> Result:
+    async def _ask(self, read: Callable[..., Result], *args: Any, may_wait: bool) -> Result:
         """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout.
         Any failure becomes 503 GEOCODER_UNAVAILABLE, logged as one warning line: geopy parses the JSON
         inside the call, so an answer of an unexpected shape fails there as often as in our reading. After
         a rate-limit refusal the provider is not asked again until the pause it asked for is over: each
-        503 meanwhile says how long is left, as Retry-After."""
-        paused = self._paused_until - time.monotonic()
+        503 meanwhile says how long is left, as Retry-After.
+
+        Calls start at least ``interval`` apart, each in the first free turn: a call that ``may_wait``
+        waits for its turn, within the timeout; one that may not (a town, for display only) is a 503 at
+        once unless its turn is now, so that names never wait behind towns."""
+        now = time.monotonic()
+        paused = self._paused_until - now
         if paused > 0:
-            raise _unavailable(self.name, "a rate-limit refusal", retry_after=paused)
+            raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=paused)
+        wait = max(0.0, self._next_call - now)
+        if wait and (not may_wait or wait >= self.timeout):
+            raise _unavailable(self.name, f"is asked at most once every {self.interval:g} s, and its turns for the "
+                               f"next {math.ceil(wait):d} s are taken", retry_after=wait - self.timeout)
+        self._next_call = now + wait + self.interval
+        if wait:
+            await asyncio.sleep(wait)
         call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
-            return await asyncio.wait_for(call, self.timeout)
+            return await asyncio.wait_for(call, self.timeout - wait)
         except TimeoutError:
             log.warning("geocoder %s gave no answer in %g s", self.name, self.timeout)
-            raise _unavailable(self.name, "no answer in time") from None
+            raise _unavailable(self.name, "gave no answer in time") from None
         except GeocoderRateLimited as exc:
             pause = min(exc.retry_after or REFUSAL_PAUSE_SECONDS, REFUSAL_PAUSE_MAX_SECONDS)
             self._paused_until = time.monotonic() + pause
             log.warning("geocoder %s refused for its rate limit: not asked again for %d s", self.name, pause)
-            raise _unavailable(self.name, "a rate-limit refusal", retry_after=pause) from None
+            raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=pause) from None
         except GeopyError as exc:
             log.warning("geocoder %s failed: %s: %s", self.name, type(exc).__name__, _one_line(str(exc)))
-            raise _unavailable(self.name, _failure_kind(exc)) from None
+            raise _unavailable(self.name, f"gave {_failure_kind(exc)}") from None
         except _UNEXPECTED_SHAPE as exc:
             log.warning("geocoder %s answered in an unexpected shape: %s", self.name, _one_line(repr(exc)))
-            raise _unavailable(self.name, "an answer it could not read") from None
+            raise _unavailable(self.name, "gave an answer it could not read") from None
 
 
 # What reading JSON of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
@@ -268,12 +292,12 @@ def _named(asked_name: str, own_names: set[str]) -> bool:
     return any(own and (asked_name == own or asked_name.startswith(f"{own} ")) for own in own_names)
 
 
-def _unavailable(provider: str, what: str, retry_after: float | None = None) -> ApiError:
+def _unavailable(provider: str, why: str, retry_after: float | None = None) -> ApiError:
     extra, when = {}, "later"
     if retry_after is not None:
         seconds = max(1, math.ceil(retry_after))
         extra, when = {"retry_after": seconds}, f"in {seconds} second{'' if seconds == 1 else 's'}"
-    return ApiError("GEOCODER_UNAVAILABLE", 503, f"The place-name geocoder ({provider}) gave {what}. Try again "
+    return ApiError("GEOCODER_UNAVAILABLE", 503, f"The place-name geocoder ({provider}) {why}. Try again "
                     f"{when}, or send latitude and longitude instead of place_name.", **extra)
 
 
