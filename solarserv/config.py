@@ -78,6 +78,8 @@ def _redis_url(text: str) -> str:
     if not separator or scheme not in {"redis", "rediss", "unix"}:
         raise ValueError("must start with redis://, rediss:// or unix:// (e.g. redis://127.0.0.1:6379/0)")
     parts = urlsplit(text)
+    if scheme != "unix" and "@" in parts.path:  # a "/" in the password ended the host early
+        raise ValueError("a '/' in the user or password must be written %2F (it ended the host early)")
     database = parse_qs(parts.query).get("db", [None])[0]  # redis-py reads the first ?db= only
     if scheme == "unix":  # the path is the socket's; the database can only be a ?db=
         if not parts.path:
@@ -94,9 +96,6 @@ def _redis_url(text: str) -> str:
     if database is not None:
         raise ValueError("give the database as the path (redis://host:port/N), not as ?db=")
     if not re.fullmatch("/?[0-9]*", parts.path):
-        if "@" in parts.path:  # a "/" in the password ended the host early: the path holds the rest of it
-            raise ValueError("the database (the URL's path) must be a number; a '/' in the user or password must "
-                             "be written %2F")
         raise ValueError(f"the database (the URL's path) must be a number, got {parts.path!r}")
     return text
 

@@ -308,6 +308,7 @@ def test_logged_redis_urls_hold_no_password_and_name_the_database_used(url, show
 
 SCHEME = "must start with redis://, rediss:// or unix:// (e.g. redis://127.0.0.1:6379/0)"
 PORT = "the port must be a number from 1 to 65535"
+SLASH = "a '/' in the user or password must be written %2F (it ended the host early)"
 
 
 # Each refused URL is echoed as the logs show one (config.redis_url_shown): a password it holds, never.
@@ -328,9 +329,10 @@ PORT = "the port must be a number from 1 to 65535"
     ("user:s3cret@127.0.0.1:6379", "127.0.0.1:6379", SCHEME),
     ("unix:///run/redis.sock?password=s3cret&db=two", "unix:///run/redis.sock?db=two",
      "?db= must be a database number, got 'two'"),
-    # A "/" in the password, digits before it: they read as the port, and the rest of the password as the database.
-    ("redis://user:9999/s3cret@127.0.0.1:6379/0", "redis://127.0.0.1:6379/0",
-     "the database (the URL's path) must be a number; a '/' in the user or password must be written %2F"),
+    # A "/" in the password: what comes before it reads as the host and port, the rest as the database.
+    ("redis://user:9999/s3cret@127.0.0.1:6379/0", "redis://127.0.0.1:6379/0", SLASH),
+    ("redis://:my/s3cret@127.0.0.1:6379/0", "redis://127.0.0.1:6379/0", SLASH),
+    ("redis://user/name:s3cret@127.0.0.1/0", "redis://127.0.0.1/0", SLASH),
 ])
 def test_a_redis_url_redis_py_would_refuse_or_misread_is_a_settings_error_without_its_password(url, shown, problem):
     with pytest.raises(config.SettingsError) as refused:
