@@ -136,7 +136,7 @@ def _text_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
 
 def _check_range(name: str, value: Decimal, limit: int) -> None:
     if not -limit <= value <= limit:
-        # As sent, not rounded: 180.0001 must not read "got 180", nor 1e400 "got inf".
+        # Exact, not rounded to a float: 180.0001 must not read "got 180", nor 1e400 "got inf".
         raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {_shortened(str(value))}.")
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import html
 import logging
+import re
 from html.parser import HTMLParser
 from urllib.parse import urlencode
 
@@ -115,6 +117,15 @@ async def test_page_is_html_with_a_strict_content_security_policy(api):
     assert not any("unsafe" in source or "*" in source for sources in policy.values() for source in sources)
     assert reply.headers["X-Content-Type-Options"] == "nosniff"
     assert reply.headers["X-Frame-Options"] == "DENY"
+
+
+async def test_the_example_for_readers_without_javascript_answers(api):
+    page = (await api("/")).body.decode()
+    notice = page[page.index("<noscript>"):page.index("</noscript>")]
+    example = html.unescape(re.search(r"<code>(/api/v1/solar-time\?[^<]*)</code>", notice).group(1))
+    reply = await api(example)
+    assert reply.status == 200, reply.body
+    assert reply.json()["timezone"] == "Europe/Paris"
 
 
 async def test_share_link_is_served_the_same_page_for_its_script_to_read(api):

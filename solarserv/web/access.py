@@ -115,7 +115,7 @@ def _rate_limited(decision: Decision) -> ApiError:
 
 
 def _busy() -> ApiError:
-    return ApiError("SERVICE_BUSY", 503, "The API key store is busy with another process's write; retry in a moment.",
+    return ApiError("SERVICE_BUSY", 503, "The API key store is busy (SQLite reported it locked); retry in a moment.",
                     retry_after=BUSY_RETRY_SECONDS)
 
 
