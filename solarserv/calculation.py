@@ -56,4 +56,5 @@ def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine
 def _events(location: Location, civil: CivilInstant, engine: SunEngine) -> SolarEvents:
     """The solar day of the civil date, its events in local civil time."""
     start, end = civil_time.day_bounds_utc(civil.local.date(), civil.zone)
-    return solar_events(engine, start, end, location.latitude, location.longitude, zone_info(civil.zone))
+    in_utc = solar_events(engine, start, end, location.latitude, location.longitude)
+    return in_utc.astimezone(zone_info(civil.zone))

@@ -87,8 +87,8 @@ class SunState:
 
 @dataclass(frozen=True)
 class SolarEvents:
-    """Sunrise, solar noon and sunset of one solar day (aware datetimes: UTC from the solar engine,
-    local civil time once the pipeline has converted them). A high-latitude sunset may fall after
+    """Sunrise, solar noon and sunset of one solar day (aware datetimes: UTC from solarserv.solar.events,
+    local civil time once solarserv.calculation has converted them). A high-latitude sunset may fall after
     local midnight; on the day the midnight Sun begins or ends one event is None in a "normal" state.
     Near a pole an event may lie on the other side of solar noon, and a day with two rises or two sets
     holds its first rise and its last set (solarserv.solar.events)."""
@@ -108,6 +108,12 @@ class SolarEvents:
         if self.sunrise is None or self.sunset is None:
             return None
         return (self.sunset - self.sunrise).total_seconds() / 60
+
+    def astimezone(self, zone: dt.tzinfo) -> SolarEvents:
+        """The same events as aware date-times in ``zone``."""
+        return SolarEvents(self.state, _astimezone(self.sunrise, zone), self.solar_noon.astimezone(zone),
+                           _astimezone(self.sunset, zone))
+
 
 
 @dataclass(frozen=True)
@@ -147,3 +153,7 @@ class Report:
     def true_solar(self) -> dt.datetime:
         """The sundial's reading on the civil calendar (naive): civil date-time + total difference."""
         return self.civil.local + dt.timedelta(minutes=self.total_difference_minutes)
+
+
+def _astimezone(instant: dt.datetime | None, zone: dt.tzinfo) -> dt.datetime | None:
+    return None if instant is None else instant.astimezone(zone)

@@ -88,19 +88,17 @@ def solar_events(
     day_end_utc: dt.datetime,
     latitude: float,
     longitude: float,
-    answer_zone: dt.tzinfo = dt.UTC,
 ) -> SolarEvents:
-    """Sunrise, solar noon and sunset for the civil day [day_start_utc, day_end_utc), as aware datetimes
-    in ``answer_zone``.
+    """Sunrise, solar noon and sunset for the civil day [day_start_utc, day_end_utc), as aware UTC datetimes.
 
-    The caller converts the local midnights that bound the day to UTC (the day may last 23 or 25 hours)
-    and passes the day's zone to have the answers in local time.
+    The caller converts the local midnights that bound the day to UTC (the day may last 23 or 25 hours),
+    and the answers to local civil time if it shows them (``solarserv.calculation`` does).
     """
     middle = (day_start_utc.timestamp() + day_end_utc.timestamp()) / 2
     engine.prepare(*_solar_day_span(middle, longitude))
     search = _Search(engine, latitude, longitude)
     noon, near_noon = search.solar_noon(middle)
-    solar_noon = dt.datetime.fromtimestamp(noon, answer_zone)
+    solar_noon = dt.datetime.fromtimestamp(noon, dt.UTC)
     midnight_before = search.probe(noon - _HALF_DAY_SECONDS)
     midnight_after = search.probe(noon + _HALF_DAY_SECONDS)
     solar_day = _SolarDay.through(noon, midnight_before, near_noon, midnight_after)
@@ -122,8 +120,8 @@ def solar_events(
                            solar_noon=solar_noon, sunset=None)
     # A Sun that only peeks over the line rises and sets in one half of the day; on the rare day with two
     # rises (or sets), the first rise and the last set are the day's.
-    return SolarEvents(state="normal", sunrise=_datetime(rises[0] if rises else None, answer_zone),
-                       solar_noon=solar_noon, sunset=_datetime(sets[-1] if sets else None, answer_zone))
+    return SolarEvents(state="normal", sunrise=_utc(rises[0] if rises else None), solar_noon=solar_noon,
+                       sunset=_utc(sets[-1] if sets else None))
 
 
 def _solar_day_span(near: float, longitude: float) -> tuple[float, float]:
@@ -139,8 +137,8 @@ def _solar_day_span(near: float, longitude: float) -> tuple[float, float]:
     return near - _HALF_DAY_SECONDS - reach, near + _HALF_DAY_SECONDS + reach
 
 
-def _datetime(unix_seconds: float | None, zone: dt.tzinfo) -> dt.datetime | None:
-    return None if unix_seconds is None else dt.datetime.fromtimestamp(unix_seconds, zone)
+def _utc(unix_seconds: float | None) -> dt.datetime | None:
+    return None if unix_seconds is None else dt.datetime.fromtimestamp(unix_seconds, dt.UTC)
 
 
 class _SolarDay(NamedTuple):
