@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import Report
-
-MINUTES_PER_DEGREE = 4  # the Earth turns 360° in 24 h
+from solarserv.solar import MINUTES_PER_DEGREE
 
 
 @hookimpl

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from solarserv.hookspecs import Check, hookimpl
 from solarserv.models import Report
 from solarserv.narratives import degrees, duration, long_date, signed_duration, whole_seconds
+from solarserv.solar import MINUTES_PER_DEGREE, SECONDS_PER_DAY
 from solarserv.timefmt import (
-    SECONDS_PER_DAY,
     format_hm,
     format_hms,
     format_longitude,
@@ -25,7 +25,6 @@ from solarserv.timefmt import (
 )
 
 NOON_SECONDS = 43200  # true solar time at solar noon
-MINUTES_PER_DEGREE = 4  # the Earth turns 360° in 24 h
 DEGREES_PER_HOUR = 15
 # The equation of time stays within about −14.3 … +16.4 min in every year of the supported range.
 EQUATION_OF_TIME_LIMIT_MINUTES = 16.5

@@ -35,14 +35,13 @@ import ephem
 import pandas as pd
 import pvlib
 
+from solarserv.solar import SECONDS_PER_DEGREE, STANDARD_PRESSURE_MBAR, STANDARD_TEMPERATURE_C, wrap_seconds_of_day
 from solarserv.solar.fast import CACHED_DAYS, DayFit, FastEngine
-from solarserv.solar.reference import SkyfieldEngine, seconds_of_day, signed_seconds, utc_seconds_of_day
+from solarserv.solar.reference import SkyfieldEngine, signed_seconds, utc_seconds_of_day
 
 FIRST_INSTANT = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
 LAST_INSTANT = dt.datetime(2051, 1, 1, tzinfo=dt.UTC)
 LOWEST_CHECKED_ELEVATION = -1.0
-TEMPERATURE_C = 10.0  # the reference's standard atmosphere, given to every library that refracts
-PRESSURE_MBAR = 1010.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,24 +129,25 @@ def pvlib_spa(sample: Sample) -> Answer:
         sample.latitude,
         sample.longitude,
         altitude=0,
-        pressure=PRESSURE_MBAR * 100,
-        temperature=TEMPERATURE_C,
+        pressure=STANDARD_PRESSURE_MBAR * 100,
+        temperature=STANDARD_TEMPERATURE_C,
         delta_t=None,
     )
     row = frame.iloc[0]
-    solar_seconds = utc_seconds_of_day(sample.instant) + sample.longitude * 240 + row["equation_of_time"] * 60
-    return Answer(seconds_of_day(solar_seconds), float(row["azimuth"]), float(row["apparent_elevation"]))
+    mean_solar_seconds = utc_seconds_of_day(sample.instant) + sample.longitude * SECONDS_PER_DEGREE
+    solar_seconds = mean_solar_seconds + row["equation_of_time"] * 60
+    return Answer(wrap_seconds_of_day(solar_seconds), float(row["azimuth"]), float(row["apparent_elevation"]))
 
 
 def pyephem(sample: Sample) -> Answer:
     """PyEphem: local apparent sidereal time − apparent geocentric RA; topocentric refracted alt/az."""
     observer = ephem.Observer()
     observer.lat, observer.lon = math.radians(sample.latitude), math.radians(sample.longitude)
-    observer.elevation, observer.temp, observer.pressure = 0, TEMPERATURE_C, PRESSURE_MBAR
+    observer.elevation, observer.temp, observer.pressure = 0, STANDARD_TEMPERATURE_C, STANDARD_PRESSURE_MBAR
     observer.date = ephem.Date(sample.instant.replace(tzinfo=None))  # PyEphem reads naive times as UTC
     sun = ephem.Sun(observer)
     hour_angle = float(observer.sidereal_time()) - float(sun.g_ra)
-    solar_seconds = seconds_of_day(hour_angle / (2 * math.pi) * 86400 + 43200)
+    solar_seconds = wrap_seconds_of_day(hour_angle / (2 * math.pi) * 86400 + 43200)
     return Answer(solar_seconds, math.degrees(sun.az), math.degrees(sun.alt))
 
 
@@ -157,8 +157,8 @@ def astral_noaa(sample: Sample) -> Answer:
     zenith, azimuth = astral.sun.zenith_and_azimuth(observer, sample.instant, with_refraction=True)
     century = astral.julian.julianday_to_juliancentury(astral.julian.julianday(sample.instant))
     eot_minutes = astral.sun.eq_of_time(century)
-    solar_seconds = utc_seconds_of_day(sample.instant) + sample.longitude * 240 + eot_minutes * 60
-    return Answer(seconds_of_day(solar_seconds), azimuth, 90 - zenith)
+    solar_seconds = utc_seconds_of_day(sample.instant) + sample.longitude * SECONDS_PER_DEGREE + eot_minutes * 60
+    return Answer(wrap_seconds_of_day(solar_seconds), azimuth, 90 - zenith)
 
 
 def timed(label: str, method: Method, samples: list[Sample]) -> Row:

@@ -12,7 +12,7 @@ from solarserv import civil as civil_time
 from solarserv import confidence
 from solarserv.geo.zones import zone as zone_info
 from solarserv.models import CivilInstant, Location, Report, SolarEvents, SolarQuery
-from solarserv.solar import SunEngine
+from solarserv.solar import MINUTES_PER_DEGREE, SECONDS_PER_DEGREE, SunEngine
 from solarserv.solar.events import solar_events
 
 
@@ -24,13 +24,13 @@ def wrap_degrees(angle: float) -> float:
 
 def standard_meridian(standard_offset: dt.timedelta) -> float:
     """15° per hour of the zone's standard offset, as a longitude in (−180°, 180°]."""
-    return wrap_degrees(standard_offset.total_seconds() / 240.0)
+    return wrap_degrees(standard_offset.total_seconds() / SECONDS_PER_DEGREE)
 
 
 def longitude_correction_minutes(longitude: float, meridian: float) -> float:
     """4 min per degree east of the standard meridian. Wrapped, so a zone east of the date line
     (Kiritimati, 157.4°W on UTC+14, meridian 150°W) gets −29.6 min, not −1469.6 min."""
-    return 4.0 * wrap_degrees(longitude - meridian)
+    return MINUTES_PER_DEGREE * wrap_degrees(longitude - meridian)
 
 
 def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine: SunEngine,

@@ -13,7 +13,8 @@ import datetime as dt
 import math
 from typing import Literal
 
-SECONDS_PER_DAY = 86400
+from solarserv.solar import SECONDS_PER_DAY
+
 # English month names, independent of the process locale (strftime's %B and calendar.month_name are not).
 MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
                "October", "November", "December")

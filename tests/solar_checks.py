@@ -18,7 +18,7 @@ import pvlib
 from solarserv.civil import day_bounds_utc
 from solarserv.geo.zones import zone
 from solarserv.models import SolarEvents
-from solarserv.solar import reference
+from solarserv.solar import wrap_seconds_of_day
 from solarserv.solar.ephemeris import skyfield_time, ut1_minus_utc_seconds
 from solarserv.solar.events import EVENT_TOLERANCE_SECONDS, STANDARD_ALTITUDE_DEGREES, solar_events
 from solarserv.solar.reference import SkyfieldEngine
@@ -121,8 +121,8 @@ def spa_at(instant: dt.datetime, latitude: float, longitude: float) -> Spa:
     # runs on TT, which puts E ≈ 0.986°/day × ΔT (0.2 s today) away from the sidereal-time hour angle.
     ut1_seconds = ut1.hour * 3600 + ut1.minute * 60 + ut1.second + ut1.microsecond / 1e6
     return Spa(
-        true_solar_seconds=reference.seconds_of_day((hour_angle_degrees / 15 + 12) * 3600),
-        true_solar_seconds_by_eot=reference.seconds_of_day(
+        true_solar_seconds=wrap_seconds_of_day((hour_angle_degrees / 15 + 12) * 3600),
+        true_solar_seconds_by_eot=wrap_seconds_of_day(
             ut1_seconds + longitude * 240 + frame["equation_of_time"] * 60
         ),
         equation_of_time_minutes=float(frame["equation_of_time"]),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import random
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -27,18 +29,10 @@ from solar_checks import (
     spa_at,
 )
 
-from solarserv.solar import fast
+from solarserv.solar import RADIANS_PER_SECOND, STANDARD_PRESSURE_MBAR, STANDARD_TEMPERATURE_C, fast
 from solarserv.solar.ephemeris import iers_table_coverage, skyfield_time, timescale
 from solarserv.solar.fast import FastEngine
-from solarserv.solar.reference import (
-    RADIANS_PER_SECOND,
-    STANDARD_PRESSURE_MBAR,
-    STANDARD_TEMPERATURE_C,
-    SkyfieldEngine,
-    apparent_sun,
-    signed_seconds,
-    utc_seconds_of_day,
-)
+from solarserv.solar.reference import SkyfieldEngine, apparent_sun, signed_seconds, utc_seconds_of_day
 
 FAST = FastEngine()
 REFERENCE = SkyfieldEngine()
@@ -102,6 +96,14 @@ def reference_arrays(samples: list[Sample]) -> ReferenceArrays:
         azimuth=sun.azimuth % 360,
         elevation=sun.elevation,
     )
+
+
+def test_the_service_path_does_not_load_the_reference_engine():
+    # The reference engine is what tests and benchmarks hold the service's engine to; the service itself,
+    # engine and search for events included, needs nothing of it.
+    loaded = "import sys, solarserv.pipeline; print('solarserv.solar.reference' in sys.modules)"
+    answer = subprocess.run([sys.executable, "-c", loaded], capture_output=True, text=True, check=True)
+    assert answer.stdout == "False\n"
 
 
 def test_the_array_reference_is_the_reference_engine():

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from solar_checks import CASES, SPA_REFRACTION_CUTOFF, Case, degrees_apart, spa_at
 
-from solarserv.solar import ephemeris, reference
+from solarserv.solar import RADIANS_PER_SECOND, ephemeris, reference
 from solarserv.solar.ephemeris import (
     iers_table_coverage,
     julian_date,
@@ -56,7 +56,7 @@ def test_hour_angle_and_declination_are_sun_states(case: Case):
     sun = ENGINE.sun_state(case.instant, case.latitude, case.longitude)
     hour_angle, declination = ENGINE.hour_angle_and_declination(case.instant.timestamp(), case.longitude)
     assert -math.pi <= hour_angle <= math.pi
-    assert signed_seconds(hour_angle / reference.RADIANS_PER_SECOND + 43200 - sun.true_solar_seconds) == (
+    assert signed_seconds(hour_angle / RADIANS_PER_SECOND + 43200 - sun.true_solar_seconds) == (
         pytest.approx(0, abs=1e-5)
     )
     assert math.degrees(declination) == pytest.approx(sun.declination, abs=1e-10)

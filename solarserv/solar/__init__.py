@@ -3,15 +3,35 @@
 A ``SunEngine`` answers one instant and place with a ``SunState``, and answers the cheaper question the
 search for sunrise, solar noon and sunset asks many times: the Sun's hour angle and declination. The
 reference engine is per-call skyfield with JPL DE421; faster engines must agree with it (tests hold the
-bounds).
+bounds). The constants below are shared by the engines, the search for events and the calculation, so
+the service's engine needs nothing from the reference one.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Protocol
 
 from solarserv.models import SunState
+
+SECONDS_PER_DAY = 86400  # of UTC and of clock readings: POSIX time counts no leap seconds
+HALF_DAY_SECONDS = SECONDS_PER_DAY / 2  # from solar noon to either solar midnight
+# The Earth turns 360° in 24 h: a degree of longitude is 240 s (4 min) of mean solar time.
+SECONDS_PER_DEGREE = SECONDS_PER_DAY // 360
+MINUTES_PER_DEGREE = SECONDS_PER_DEGREE // 60
+RADIANS_PER_SECOND = 2 * math.pi / SECONDS_PER_DAY  # of hour angle, at the rate of true solar time
+UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# Standard refraction, in both engines: skyfield's ``altaz`` for this temperature and pressure.
+STANDARD_TEMPERATURE_C = 10.0
+STANDARD_PRESSURE_MBAR = 1010.0
+
+
+def wrap_seconds_of_day(seconds: float) -> float:
+    """A time in seconds wrapped into one day, [0, 86400); float rounding can turn −1e-12 % 86400 into
+    86400.0."""
+    wrapped = seconds % SECONDS_PER_DAY
+    return 0.0 if wrapped >= SECONDS_PER_DAY else wrapped
 
 
 class SunEngine(Protocol):

@@ -26,6 +26,8 @@ from skyfield.api import load, load_file
 from skyfield.jpllib import SpiceKernel
 from skyfield.timelib import Time, Timescale
 
+from solarserv.solar import UNIX_EPOCH
+
 # Civil dates the service answers for: inside DE421 (1899-07-29 … 2053-10-09) with room for every
 # time zone and for the day around a solar event.
 SUPPORTED_FIRST_DATE = dt.date(1900, 1, 1)
@@ -33,7 +35,6 @@ SUPPORTED_LAST_DATE = dt.date(2050, 12, 31)
 
 EPHEMERIS_NAME = "JPL DE421"
 
-_UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _UNIX_EPOCH_JULIAN_DATE = 2440587.5
 _DAY = dt.timedelta(days=1)
 
@@ -72,7 +73,7 @@ def _in_iers_table(instant: dt.datetime) -> bool:
 
 def julian_date(instant: dt.datetime) -> float:
     """The Julian date of an aware instant, counting every day as 86400 s (POSIX time, no leap seconds)."""
-    return _UNIX_EPOCH_JULIAN_DATE + (instant - _UNIX_EPOCH) / _DAY
+    return _UNIX_EPOCH_JULIAN_DATE + (instant - UNIX_EPOCH) / _DAY
 
 
 def skyfield_time(instant: dt.datetime) -> Time:

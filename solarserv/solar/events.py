@@ -51,14 +51,12 @@ import math
 from typing import NamedTuple
 
 from solarserv.models import SolarEvents
-from solarserv.solar import SunEngine
-from solarserv.solar.reference import RADIANS_PER_SECOND, SECONDS_PER_DAY
+from solarserv.solar import HALF_DAY_SECONDS, RADIANS_PER_SECOND, SECONDS_PER_DAY, SECONDS_PER_DEGREE, SunEngine
 
 # Centre of the Sun at sunrise and sunset: 16′ semi-diameter + 34′ refraction below the horizon.
 STANDARD_ALTITUDE_DEGREES = -50 / 60
 
 _SIN_STANDARD_ALTITUDE = math.sin(math.radians(STANDARD_ALTITUDE_DEGREES))
-_HALF_DAY_SECONDS = SECONDS_PER_DAY / 2
 _NOON_TOLERANCE_SECONDS = 1.0
 EVENT_TOLERANCE_SECONDS = 0.1  # a search ends on a Newton step or a bracket shorter than this
 _MAX_NOON_STEPS = 4
@@ -69,7 +67,7 @@ _INTERPOLATED_HEIGHT_ERROR = 1e-7
 _TURN_MARGIN_SECONDS = 60.0  # beyond the estimated time of a turn, so that its bracket holds it
 # How far from the line the Sun can be at noon or midnight and still cross it before its altitude turns:
 # the drift is under the declination's fastest change (0.41° a day), a turn within 6 hours (turn_near).
-_TURN_HEIGHT_LIMIT = 2 * math.radians(0.41) / SECONDS_PER_DAY * _HALF_DAY_SECONDS / 2 + _INTERPOLATED_HEIGHT_ERROR
+_TURN_HEIGHT_LIMIT = 2 * math.radians(0.41) / SECONDS_PER_DAY * HALF_DAY_SECONDS / 2 + _INTERPOLATED_HEIGHT_ERROR
 
 
 class _Probe(NamedTuple):
@@ -99,8 +97,8 @@ def solar_events(
     search = _Search(engine, latitude, longitude)
     noon, near_noon = search.solar_noon(middle)
     solar_noon = dt.datetime.fromtimestamp(noon, dt.UTC)
-    midnight_before = search.probe(noon - _HALF_DAY_SECONDS)
-    midnight_after = search.probe(noon + _HALF_DAY_SECONDS)
+    midnight_before = search.probe(noon - HALF_DAY_SECONDS)
+    midnight_after = search.probe(noon + HALF_DAY_SECONDS)
     solar_day = _SolarDay.through(noon, midnight_before, near_noon, midnight_after)
     # The day cut where the altitude turns, into stretches where the Sun only climbs or only sinks: each
     # crosses the standard altitude once if its ends lie on either side of it, else not at all. A turn
@@ -128,13 +126,13 @@ def _solar_day_span(near: float, longitude: float) -> tuple[float, float]:
     """The instants the search may probe: the solar midnights around the transit nearest ``near``, with
     room for the equation of time. The transit is where mean solar time (UTC + longitude/15 h) reads 12:00,
     give or take the equation of time (never over 17 minutes)."""
-    from_mean_noon = math.remainder(near + longitude * 240.0 - _HALF_DAY_SECONDS, SECONDS_PER_DAY)
-    reach = _HALF_DAY_SECONDS + _EQUATION_OF_TIME_BOUND_SECONDS
-    if abs(from_mean_noon) < _HALF_DAY_SECONDS - _EQUATION_OF_TIME_BOUND_SECONDS:
+    from_mean_noon = math.remainder(near + longitude * SECONDS_PER_DEGREE - HALF_DAY_SECONDS, SECONDS_PER_DAY)
+    reach = HALF_DAY_SECONDS + _EQUATION_OF_TIME_BOUND_SECONDS
+    if abs(from_mean_noon) < HALF_DAY_SECONDS - _EQUATION_OF_TIME_BOUND_SECONDS:
         mean_noon = near - from_mean_noon
         return mean_noon - reach, mean_noon + reach
     # ``near`` is within the equation of time of a solar midnight: the nearest transit is either neighbour.
-    return near - _HALF_DAY_SECONDS - reach, near + _HALF_DAY_SECONDS + reach
+    return near - HALF_DAY_SECONDS - reach, near + HALF_DAY_SECONDS + reach
 
 
 def _utc(unix_seconds: float | None) -> dt.datetime | None:
@@ -172,18 +170,18 @@ class _SolarDay(NamedTuple):
 
     def at(self, seconds: float) -> tuple[float, float]:
         """Hour angle (not wrapped) and declination at ``seconds``, radians."""
-        x = (seconds - self.noon) / _HALF_DAY_SECONDS
+        x = (seconds - self.noon) / HALF_DAY_SECONDS
         lag_1, lag_2 = self.lag
         declination_0, declination_1, declination_2 = self.declination
         return (math.pi + lag_1 + lag_2 * x) * x, declination_0 + (declination_1 + declination_2 * x) * x
 
     def rates(self, seconds: float) -> tuple[float, float]:
         """Rates of change of the hour angle and the declination at ``seconds``, radians per second."""
-        x = (seconds - self.noon) / _HALF_DAY_SECONDS
+        x = (seconds - self.noon) / HALF_DAY_SECONDS
         lag_1, lag_2 = self.lag
         _, declination_1, declination_2 = self.declination
-        return ((math.pi + lag_1 + 2 * lag_2 * x) / _HALF_DAY_SECONDS,
-                (declination_1 + 2 * declination_2 * x) / _HALF_DAY_SECONDS)
+        return ((math.pi + lag_1 + 2 * lag_2 * x) / HALF_DAY_SECONDS,
+                (declination_1 + 2 * declination_2 * x) / HALF_DAY_SECONDS)
 
 
 class _Search:

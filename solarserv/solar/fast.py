@@ -56,6 +56,16 @@ from skyfield.constants import ANGVEL, AU_M, C
 from skyfield.timelib import Time
 
 from solarserv.models import SunState
+from solarserv.solar import (
+    HALF_DAY_SECONDS,
+    RADIANS_PER_SECOND,
+    SECONDS_PER_DAY,
+    SECONDS_PER_DEGREE,
+    STANDARD_PRESSURE_MBAR,
+    STANDARD_TEMPERATURE_C,
+    UNIX_EPOCH,
+    wrap_seconds_of_day,
+)
 from solarserv.solar.ephemeris import (
     EPHEMERIS_NAME,
     ephemeris,
@@ -63,19 +73,9 @@ from solarserv.solar.ephemeris import (
     julian_date,
     timescale,
 )
-from solarserv.solar.reference import (
-    RADIANS_PER_SECOND,
-    SECONDS_PER_DAY,
-    STANDARD_PRESSURE_MBAR,
-    STANDARD_TEMPERATURE_C,
-    seconds_of_day,
-)
 
 NODES_PER_DAY = 7  # degree-6 fits; six nodes already reach skyfield's rounding, one more is margin
 CACHED_DAYS = 4096  # about 11 years of days, a few MB; a year's daily curve fits with room to spare
-
-_UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_HALF_DAY_SECONDS = SECONDS_PER_DAY / 2
 
 # The observer on the WGS84 ellipsoid, as skyfield's ``Geoid.latlon`` places it.
 _EQUATORIAL_RADIUS_AU = wgs84.radius.au
@@ -105,7 +105,7 @@ class FastEngine:
         # The rule takes UT1 − UTC from the IERS table up to and including its last instant, 0h UTC of a
         # day whose other instants get UT1 = UTC: ``_geocentric`` evaluates that one instant as the end
         # of the day before.
-        self._table_end_day = (iers_table_coverage()[1] - _UNIX_EPOCH).days
+        self._table_end_day = (iers_table_coverage()[1] - UNIX_EPOCH).days
         self._cached_days = cached_days
         self._fits: dict[int, DayFit] = {}  # by UTC day number, in the order they were fitted
         self._storing = threading.Lock()
@@ -119,15 +119,15 @@ class FastEngine:
             self._store(_fit_days(missing))
 
     def sun_state(self, instant: dt.datetime, latitude: float, longitude: float) -> SunState:
-        since_epoch = instant - _UNIX_EPOCH
+        since_epoch = instant - UNIX_EPOCH
         utc_seconds = since_epoch.seconds + since_epoch.microseconds * 1e-6
         eot, declination, distance = self._geocentric(since_epoch.days, utc_seconds)
-        solar_seconds = utc_seconds + longitude * 240.0 + eot  # 24 h / 360° = 240 s per degree
+        solar_seconds = utc_seconds + longitude * SECONDS_PER_DEGREE + eot
         azimuth, elevation = _topocentric_azimuth_elevation(
-            (solar_seconds - _HALF_DAY_SECONDS) * RADIANS_PER_SECOND, declination, distance, latitude
+            (solar_seconds - HALF_DAY_SECONDS) * RADIANS_PER_SECOND, declination, distance, latitude
         )
         return SunState(
-            true_solar_seconds=seconds_of_day(solar_seconds),
+            true_solar_seconds=wrap_seconds_of_day(solar_seconds),
             equation_of_time_minutes=eot / 60,
             declination=math.degrees(declination),
             azimuth=azimuth,
@@ -137,15 +137,15 @@ class FastEngine:
     def hour_angle_and_declination(self, unix_seconds: float, longitude: float) -> tuple[float, float]:
         day, utc_seconds = divmod(unix_seconds, SECONDS_PER_DAY)
         eot, declination, _ = self._geocentric(int(day), utc_seconds)
-        solar_seconds = utc_seconds + longitude * 240.0 + eot
-        return math.remainder(solar_seconds - _HALF_DAY_SECONDS, SECONDS_PER_DAY) * RADIANS_PER_SECOND, declination
+        solar_seconds = utc_seconds + longitude * SECONDS_PER_DEGREE + eot
+        return math.remainder(solar_seconds - HALF_DAY_SECONDS, SECONDS_PER_DAY) * RADIANS_PER_SECOND, declination
 
     def _geocentric(self, day: int, utc_seconds: float) -> tuple[float, float, float]:
         """Equation of time (s), apparent declination (radians) and distance (au) at ``utc_seconds`` into
         UTC day number ``day``, from the day's fit (Horner's rule on each polynomial)."""
         if utc_seconds == 0 and day == self._table_end_day:
             day, utc_seconds = day - 1, SECONDS_PER_DAY
-        u = utc_seconds / _HALF_DAY_SECONDS - 1.0
+        u = utc_seconds / HALF_DAY_SECONDS - 1.0
         eot = declination = distance = 0.0
         fit = self._fits.get(day) or self._store(_fit_days([day]))[day]
         for eot_coefficient, declination_coefficient, distance_coefficient in fit:
@@ -220,12 +220,12 @@ def _fit_days(days: Sequence[int]) -> dict[int, DayFit]:
 
 
 def _day_start(day: int) -> dt.datetime:
-    return _UNIX_EPOCH + dt.timedelta(days=day)
+    return UNIX_EPOCH + dt.timedelta(days=day)
 
 
 def _fit_group(days: list[int], times: Callable[[list[dt.datetime]], Time]) -> dict[int, DayFit]:
     nodes = np.cos(np.pi * (np.arange(NODES_PER_DAY) + 0.5) / NODES_PER_DAY)
-    offsets = [dt.timedelta(seconds=_HALF_DAY_SECONDS * (1 + node)) for node in nodes]  # rounded to µs
+    offsets = [dt.timedelta(seconds=HALF_DAY_SECONDS * (1 + node)) for node in nodes]  # rounded to µs
     node_seconds = np.array([offset.total_seconds() for offset in offsets])
     t = times([_day_start(day) + offset for day in days for offset in offsets])
     bodies = ephemeris()
@@ -233,11 +233,11 @@ def _fit_group(days: list[int], times: Callable[[list[dt.datetime]], Time]) -> d
     # Equation of time = (GAST − RA + 12 h) − UTC, wrapped into ±12 h (it never exceeds 17 minutes).
     greenwich_hour_angle_seconds = (t.gast - right_ascension.hours) * 3600
     utc_seconds = np.tile(node_seconds, len(days))
-    eot_seconds = (greenwich_hour_angle_seconds - utc_seconds) % SECONDS_PER_DAY - _HALF_DAY_SECONDS
+    eot_seconds = (greenwich_hour_angle_seconds - utc_seconds) % SECONDS_PER_DAY - HALF_DAY_SECONDS
 
     # Each day's polynomials through its nodes, all at once: solve Vandermonde · coefficients = values,
     # the values one column per day and quantity (the nodes are the same in every day).
-    u = node_seconds / _HALF_DAY_SECONDS - 1
+    u = node_seconds / HALF_DAY_SECONDS - 1
     values = np.stack([eot_seconds, declination.radians, distance.au], axis=-1)  # node of a day, quantity
     by_day = values.reshape(len(days), NODES_PER_DAY, 3).transpose(1, 0, 2).reshape(NODES_PER_DAY, -1)
     coefficients = np.linalg.solve(np.vander(u), by_day).reshape(NODES_PER_DAY, len(days), 3)

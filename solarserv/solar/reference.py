@@ -31,24 +31,21 @@ from skyfield.timelib import Time
 from skyfield.units import Angle
 
 from solarserv.models import SunState
+from solarserv.solar import (
+    HALF_DAY_SECONDS,
+    RADIANS_PER_SECOND,
+    SECONDS_PER_DAY,
+    SECONDS_PER_DEGREE,
+    STANDARD_PRESSURE_MBAR,
+    STANDARD_TEMPERATURE_C,
+    wrap_seconds_of_day,
+)
 from solarserv.solar.ephemeris import EPHEMERIS_NAME, ephemeris, skyfield_time
-
-SECONDS_PER_DAY = 86400.0
-RADIANS_PER_SECOND = 2 * math.pi / SECONDS_PER_DAY  # of hour angle, at the rate of true solar time
-STANDARD_TEMPERATURE_C = 10.0
-STANDARD_PRESSURE_MBAR = 1010.0
-
-
-def seconds_of_day(seconds: float) -> float:
-    """Wrap a time in seconds into [0, 86400); float rounding can turn −1e-12 % 86400 into 86400.0."""
-    wrapped = seconds % SECONDS_PER_DAY
-    return 0.0 if wrapped >= SECONDS_PER_DAY else wrapped
 
 
 def signed_seconds(seconds: float) -> float:
     """Wrap a time difference in seconds into (−43200, 43200]."""
-    half_day = SECONDS_PER_DAY / 2
-    return seconds - SECONDS_PER_DAY * math.ceil((seconds - half_day) / SECONDS_PER_DAY)
+    return seconds - SECONDS_PER_DAY * math.ceil((seconds - HALF_DAY_SECONDS) / SECONDS_PER_DAY)
 
 
 def utc_seconds_of_day(instant: dt.datetime) -> float:
@@ -66,7 +63,7 @@ class SkyfieldEngine:
     def sun_state(self, instant: dt.datetime, latitude: float, longitude: float) -> SunState:
         sun = apparent_sun(skyfield_time(instant), latitude, longitude, utc_seconds_of_day(instant))
         return SunState(
-            true_solar_seconds=seconds_of_day(float(sun.true_solar_seconds)),
+            true_solar_seconds=wrap_seconds_of_day(float(sun.true_solar_seconds)),
             equation_of_time_minutes=signed_seconds(float(sun.equation_of_time_seconds)) / 60,
             declination=float(sun.declination),
             azimuth=float(sun.azimuth) % 360.0,
@@ -96,7 +93,7 @@ def apparent_sun(t: Time, latitude: Any, longitude: Any, utc_seconds: Any) -> Ap
     accuracy test runs it on arrays): degrees, seconds; ``utc_seconds`` is UTC's seconds of day."""
     hour_angle_hours, declination = _geocentric_hour_angle_and_declination(t, longitude)
     true_solar_seconds = (hour_angle_hours + 12) * 3600
-    local_mean_seconds = utc_seconds + longitude * 240  # 24 h / 360° = 240 s per degree
+    local_mean_seconds = utc_seconds + longitude * SECONDS_PER_DEGREE
 
     bodies = ephemeris()
     observer = bodies["earth"] + wgs84.latlon(latitude, longitude)
