@@ -27,6 +27,7 @@ from skyfield.jpllib import SpiceKernel
 from skyfield.timelib import Time, Timescale
 
 from solarserv.solar import UNIX_EPOCH
+from solarserv.timefmt import round_to_second
 
 # Civil dates the service answers for: inside DE421 (1899-07-29 … 2053-10-09) with room for every
 # time zone and for the day around a solar event.
@@ -59,11 +60,7 @@ def iers_table_coverage() -> tuple[dt.datetime, dt.datetime]:
     table_tt, _ = ts.delta_t_table  # daily TT Julian dates and ΔT, from IERS finals2000A.all
     # The rows are 0h UTC of each day; converting their stored TT back to UTC leaves ~10 µs of rounding.
     first, last = (ts.tt_jd(tt).utc_datetime() for tt in (table_tt[0], table_tt[-1]))
-    return _nearest_second(first), _nearest_second(last)
-
-
-def _nearest_second(instant: dt.datetime) -> dt.datetime:
-    return (instant + dt.timedelta(microseconds=500_000)).replace(microsecond=0)
+    return round_to_second(first), round_to_second(last)
 
 
 def _in_iers_table(instant: dt.datetime) -> bool:
