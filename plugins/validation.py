@@ -21,7 +21,7 @@ from solarserv.timefmt import (
     format_longitude,
     format_offset,
     round_to_second,
-    seconds_of_day,
+    seconds_since_midnight,
 )
 
 NOON_SECONDS = 43200  # true solar time at solar noon
@@ -85,7 +85,7 @@ def longitude_correction_matches_meridian(report: Report) -> Check:
 
 def total_matches_hour_angle(report: Report) -> Check:
     """EoT + correction − DST must equal what the Sun's hour angle says minus the civil clock."""
-    from_hour_angle = report.sun.true_solar_seconds - seconds_of_day(report.civil.local)
+    from_hour_angle = report.sun.true_solar_seconds - seconds_since_midnight(report.civil.local)
     total = report.total_difference_minutes
     agrees = abs(math.remainder(from_hour_angle - total * 60, SECONDS_PER_DAY)) <= TOTAL_TOLERANCE_SECONDS
     terms = (report.equation_of_time_minutes, report.longitude_correction_minutes, -report.dst_minutes)
@@ -104,7 +104,7 @@ def true_solar_time_is_local_plus_total(report: Report) -> Check:
     # disagreeing with the Sun's hour angle. The comparison takes the exact reading; the text shows it
     # rounded to the second, date included, as the JSON does (23:59:59.6 is 00:00:00 of the next day).
     local = report.civil.local
-    matches_sun = abs(math.remainder(seconds_of_day(report.true_solar) - report.sun.true_solar_seconds,
+    matches_sun = abs(math.remainder(seconds_since_midnight(report.true_solar) - report.sun.true_solar_seconds,
                                      SECONDS_PER_DAY)) < TRUE_SOLAR_TOLERANCE_SECONDS
     shown = round_to_second(report.true_solar)
     other_day = f" on {long_date(shown.date())}" if shown.date() != local.date() else ""

@@ -53,7 +53,7 @@ def format_hms(value: dt.datetime | dt.time | float) -> str:
 
 def format_hm(value: dt.datetime | dt.time | float) -> str:
     """HH:MM to the nearest minute, rounded once from the exact time (13:04:29.6 → "13:04")."""
-    minutes = math.floor(seconds_of_day(value) / 60 + 0.5) % 1440
+    minutes = math.floor(seconds_since_midnight(value) / 60 + 0.5) % 1440
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
@@ -63,7 +63,7 @@ def format_clock(value: dt.datetime | dt.time | float) -> str:
     return text[:5] if text.endswith(":00") else text
 
 
-def seconds_of_day(value: dt.datetime | dt.time | float) -> float:
+def seconds_since_midnight(value: dt.datetime | dt.time | float) -> float:
     """Seconds since midnight of a date-time's or time's clock reading (a number is taken as is)."""
     if isinstance(value, _CLOCK_READINGS):
         return value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
