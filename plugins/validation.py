@@ -69,18 +69,19 @@ def longitude_correction_matches_meridian(report: Report) -> Check:
     meridian = report.standard_meridian
     standard_meridian = DEGREES_PER_HOUR * civil.standard_offset.total_seconds() / 3600
     correction = report.longitude_correction_minutes
-    distance = correction / MINUTES_PER_DEGREE
+    distance = report.meridian_distance_degrees
     # Differences of longitudes only matter modulo 360° (Kiritimati: 157.4°W on a meridian of 150°W).
     meridian_ok = abs(math.remainder(meridian - standard_meridian, 360)) < 1e-6
     distance_ok = abs(distance) <= 180 and abs(math.remainder(
         distance - (report.location.longitude - meridian), 360)) < 1e-6
+    correction_ok = abs(correction - MINUTES_PER_DEGREE * distance) < 1e-6
     text = (f"longitude correction {signed_duration(correction)} = {MINUTES_PER_DEGREE} min/° × "
             f"{degrees(abs(distance), 4)} {'east' if distance >= 0 else 'west'} of the standard meridian "
             f"{format_longitude(meridian)} (15° × UTC{format_offset(civil.standard_offset)})")
     if abs(correction) > FAR_FROM_MERIDIAN_MINUTES:
         text += ("; note: more than an hour, because the zone's clocks are set for a meridian far from "
                  "here, so the Sun culminates far from 12:00 on the clock")
-    return Check(meridian_ok and distance_ok, text)
+    return Check(meridian_ok and distance_ok and correction_ok, text)
 
 
 def total_matches_hour_angle(report: Report) -> Check:

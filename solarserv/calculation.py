@@ -27,10 +27,10 @@ def standard_meridian(standard_offset: dt.timedelta) -> float:
     return wrap_degrees(standard_offset.total_seconds() / SECONDS_PER_DEGREE)
 
 
-def longitude_correction_minutes(longitude: float, meridian: float) -> float:
-    """4 min per degree east of the standard meridian. Wrapped, so a zone east of the date line
-    (Kiritimati, 157.4°W on UTC+14, meridian 150°W) gets −29.6 min, not −1469.6 min."""
-    return MINUTES_PER_DEGREE * wrap_degrees(longitude - meridian)
+def meridian_distance(longitude: float, meridian: float) -> float:
+    """Degrees east (+) or west (−) of the standard meridian. Wrapped, so a place east of the date line on
+    its zone's clocks (Kiritimati, 157.4°W on UTC+14, meridian 150°W) lies 7.4° west, not 352.6° east."""
+    return wrap_degrees(longitude - meridian)
 
 
 def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine: SunEngine,
@@ -39,14 +39,15 @@ def calculate(query: SolarQuery, location: Location, civil: CivilInstant, engine
     events = _events(location, civil, engine)
     sun = engine.sun_state(civil.utc, location.latitude, location.longitude)
     meridian = standard_meridian(civil.standard_offset)
-    correction = longitude_correction_minutes(location.longitude, meridian)
+    distance = meridian_distance(location.longitude, meridian)
     return Report(
         query=query,
         location=location,
         civil=civil,
         sun=sun,
-        longitude_correction_minutes=correction,
+        longitude_correction_minutes=MINUTES_PER_DEGREE * distance,
         standard_meridian=meridian,
+        meridian_distance_degrees=distance,
         events=events,
         confidence=confidence.assess(location, civil, today),
         ephemeris=engine.name,

@@ -132,6 +132,8 @@ class Report:
     sun: SunState
     longitude_correction_minutes: float
     standard_meridian: float
+    # The longitude minus standard_meridian, wrapped into (−180°, 180°]: east of the meridian positive.
+    meridian_distance_degrees: float
     events: SolarEvents
     confidence: Confidence
     ephemeris: str

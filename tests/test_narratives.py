@@ -499,6 +499,8 @@ def test_checks_catch_a_wrong_longitude_correction_and_meridian():
     assert _failing(dataclasses.replace(report, longitude_correction_minutes=unwrapped))
     assert any(text.startswith("longitude correction")
                for text in _failing(dataclasses.replace(report, standard_meridian=-165.0)))
+    east_not_west = dataclasses.replace(report, meridian_distance_degrees=-report.meridian_distance_degrees)
+    assert any(text.startswith("longitude correction") for text in _failing(east_not_west))
 
 
 def test_checks_catch_a_true_solar_time_out_of_step_with_the_sun():
