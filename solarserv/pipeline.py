@@ -10,13 +10,12 @@ import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from solarserv import calculation, geo
 from solarserv import civil as civil_time
-from solarserv import geo
-from solarserv.calculation import calculate
 from solarserv.errors import ApiError
 from solarserv.geo.timezones import TimezoneLocator
 from solarserv.geo.zones import country_at, has_zone
-from solarserv.models import Location, SolarQuery
+from solarserv.models import Location, Report, SolarQuery
 from solarserv.narration import Narrator
 from solarserv.result import equation_of_time_json, result_json
 from solarserv.solar import SunEngine, curves
@@ -47,10 +46,18 @@ class Pipeline:
         )
 
     async def run(self, query: SolarQuery) -> dict[str, Any]:
-        location = await self.locate(query)
-        civil = civil_time.resolve(query.date, query.local_time, location.timezone)
-        report = calculate(query, location, civil, self.engine, self.today())
+        """The result JSON: the report, and the texts the plugins write about it."""
+        report = await self.report(query)
         return result_json(report, await self.narrator.narrate_in_time(report))
+
+    async def report(self, query: SolarQuery) -> Report:
+        """Every number of the answer: the query located, then calculated there."""
+        return self.calculate(query, await self.locate(query))
+
+    def calculate(self, query: SolarQuery, location: Location) -> Report:
+        """The query's civil instant resolved in the location's zone, and the calculation on it."""
+        civil = civil_time.resolve(query.date, query.local_time, location.timezone)
+        return calculation.calculate(query, location, civil, self.engine, self.today())
 
     async def equation_of_time(self, year: int) -> dict[str, Any]:
         """The equation of time on each day of a year (the calculator page's chart)."""

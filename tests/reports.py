@@ -1,7 +1,7 @@
 """Real ``Report`` objects for the narrative and plugin tests.
 
-They take the path the API takes after geocoding — ``civil.resolve`` then ``calculation.calculate`` with
-the reference skyfield engine — so the texts are tested against real numbers, not invented ones.
+They take the path the API takes once the place is found (``Pipeline.calculate``), with the reference
+skyfield engine, so the texts are tested against real numbers, not invented ones.
 """
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from solarserv import civil
-from solarserv.calculation import calculate
 from solarserv.models import Location, Report, SolarQuery
+from solarserv.pipeline import Pipeline
 from solarserv.solar.reference import SkyfieldEngine
 
-ENGINE = SkyfieldEngine()
 # "Today" for the confidence rules, fixed so the texts do not change with the calendar.
 TODAY = dt.date(2026, 1, 1)
+# The places are given (PLACES), not found: no geocoder or timezone finder is asked, and the tests narrate
+# with narrators of their own.
+PIPELINE = Pipeline(geocoder=None, timezones=None, engine=SkyfieldEngine(), narrator=None, today=lambda: TODAY)
 
 # Town centres as the gazetteer gives them. Kashgar keeps Beijing time (Asia/Shanghai), the official
 # time of all China, and so shows a longitude correction of almost three hours.
@@ -47,5 +48,4 @@ def report_at(place: str, date: str, local_time: str, **location_changes) -> Rep
         query = SolarQuery(date_, time_, place_name=place)
     else:
         query = SolarQuery(date_, time_, latitude=location.latitude, longitude=location.longitude)
-    instant = civil.resolve(date_, time_, location.timezone)
-    return calculate(query, location, instant, ENGINE, TODAY)
+    return PIPELINE.calculate(query, location)
