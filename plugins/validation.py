@@ -11,9 +11,9 @@ import datetime as dt
 import math
 from collections.abc import Callable
 
+from solarserv.formatting import degrees, duration, long_date, signed_duration, whole_seconds
 from solarserv.hookspecs import Check, hookimpl
 from solarserv.models import Report
-from solarserv.narratives import degrees, duration, long_date, signed_duration, whole_seconds
 from solarserv.solar import MINUTES_PER_DEGREE, SECONDS_PER_DAY
 from solarserv.timefmt import (
     format_hm,

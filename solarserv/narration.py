@@ -31,7 +31,7 @@ from typing import Any
 import jinja2
 import pluggy
 
-from solarserv import hookspecs, narratives
+from solarserv import formatting, hookspecs, narratives
 from solarserv.hookspecs import Check, HistoricalContext, Narrative
 from solarserv.models import Report
 
@@ -302,7 +302,7 @@ def _environment(template_dirs: list[Path]) -> jinja2.Environment:
         lstrip_blocks=True,
         auto_reload=False,  # compiled once; templates do not change under a running server
     )
-    env.filters.update(narratives.FILTERS)
+    env.filters.update(formatting.FILTERS)
     # Compile every template now: a syntax error in an operator's override stops start-up with the
     # template's name instead of failing each request, and no request pays for compiling.
     for name in env.list_templates(extensions=["j2"]):

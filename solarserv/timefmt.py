@@ -1,7 +1,7 @@
 """How times, UTC offsets and coordinates are written, in the result JSON and in the texts alike.
 
 The result JSON (solarserv.result) calls these functions; the texts reach the same functions as Jinja
-filters (solarserv.narratives.FILTERS: ``hms``, ``hm``, ``clock``, ``offset``, ``latitude``, ``longitude``), so a
+filters (solarserv.formatting.FILTERS: ``hms``, ``hm``, ``clock``, ``offset``, ``latitude``, ``longitude``), so a
 time or a point reads the same wherever it appears. Times round half up, and offsets by their size on
 either side of UTC: round() would send half a second to the even neighbour, and a clock reading should
 not depend on that.

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solarserv import civil, narratives, timefmt
+from solarserv import civil, formatting, timefmt
 from solarserv.timefmt import (
     format_clock,
     format_coordinates,
@@ -124,7 +124,7 @@ def test_the_template_filters_are_the_functions_the_json_uses():
             "offset": timefmt.format_offset, "latitude": timefmt.format_latitude,
             "longitude": timefmt.format_longitude}
     for name, function in same.items():
-        assert narratives.FILTERS[name] is function, name
+        assert formatting.FILTERS[name] is function, name
 
 
 # --- the result JSON and the texts, over HTTP --------------------------------------------------------------

@@ -9,12 +9,12 @@ import re
 import pytest
 from reports import report_at
 
-from solarserv import config, narratives
+from solarserv import config, formatting
 from solarserv.errors import ApiError
+from solarserv.formatting import duration, hms, signed_duration
 from solarserv.geo.tzhistory import SummerTimeRun, zone_history
 from solarserv.geo.zones import TZDATA_VERSION
 from solarserv.narration import Narrator, Texts
-from solarserv.narratives import duration, hms, signed_duration
 from solarserv.plugins import validation
 from solarserv.result import result_json
 from solarserv.timefmt import format_offset as offset
@@ -129,8 +129,8 @@ def test_solar_context_explains_eot_and_longitude_with_this_requests_numbers(nar
     assert f"culminates {duration(report.longitude_correction_minutes)} later" in context
     assert "Summer time sets the clocks 1 h ahead" in context
     noon = report.events.solar_noon
-    assert f"solar noon — at {narratives.hm(noon)} clock time" in context
-    sunrise, sunset = narratives.hm(report.events.sunrise), narratives.hm(report.events.sunset)
+    assert f"solar noon — at {formatting.hm(noon)} clock time" in context
+    sunrise, sunset = formatting.hm(report.events.sunrise), formatting.hm(report.events.sunset)
     assert f"rises at {sunrise} and sets at {sunset}" in context
 
 
@@ -165,7 +165,7 @@ def test_solar_context_puts_a_sunset_that_reads_midnight_after_midnight(narrator
     texts, report = narrate(narrator, "Tromsø", "2026-05-16", "12:00", latitude=69.6053)
     sunset = report.events.sunset
     assert sunset.date() == report.civil.local.date() and sunset.time() > dt.time(23, 59, 30)
-    assert f"rises at {narratives.hm(report.events.sunrise)} and sets at 00:00 after midnight." \
+    assert f"rises at {formatting.hm(report.events.sunrise)} and sets at 00:00 after midnight." \
         in texts.solar_context
     earlier, _ = narrate(narrator, "Tromsø", "2026-05-15", "12:00")
     assert "and sets at 23:48." in earlier.solar_context
@@ -193,12 +193,12 @@ def test_solar_context_of_a_sun_that_peeks_over_the_line_after_midnight(narrator
 def test_hm_on_names_the_day_the_minute_shown_falls_on():
     day = dt.date(2024, 3, 22)
     utc = dt.UTC
-    assert narratives.hm_on(dt.datetime(2024, 3, 22, 18, 45, 10, tzinfo=utc), day) == "18:45"
-    assert narratives.hm_on(dt.datetime(2024, 3, 21, 18, 45, tzinfo=utc), day) == "18:45 on 21 March 2024"
-    assert narratives.hm_on(dt.datetime(2024, 3, 21, 23, 59, 40, tzinfo=utc), day) == "00:00"
-    assert narratives.shown_date(dt.datetime(2024, 3, 21, 23, 59, 29, tzinfo=utc)) == dt.date(2024, 3, 21)
-    assert narratives.shown_date(dt.datetime(2024, 3, 21, 23, 59, 30, tzinfo=utc)) == day  # as hm rounds
-    assert narratives.hm(dt.datetime(2024, 3, 21, 23, 59, 30, tzinfo=utc)) == "00:00"
+    assert formatting.hm_on(dt.datetime(2024, 3, 22, 18, 45, 10, tzinfo=utc), day) == "18:45"
+    assert formatting.hm_on(dt.datetime(2024, 3, 21, 18, 45, tzinfo=utc), day) == "18:45 on 21 March 2024"
+    assert formatting.hm_on(dt.datetime(2024, 3, 21, 23, 59, 40, tzinfo=utc), day) == "00:00"
+    assert formatting.shown_date(dt.datetime(2024, 3, 21, 23, 59, 29, tzinfo=utc)) == dt.date(2024, 3, 21)
+    assert formatting.shown_date(dt.datetime(2024, 3, 21, 23, 59, 30, tzinfo=utc)) == day  # as hm rounds
+    assert formatting.hm(dt.datetime(2024, 3, 21, 23, 59, 30, tzinfo=utc)) == "00:00"
 
 
 # --- historical context --------------------------------------------------------------------------------
@@ -433,7 +433,7 @@ def test_every_block_carries_this_reports_numbers_and_every_check_passes(narrato
     assert reading in texts.summary and f"UTC{offset(report.civil.utc_offset)}" in texts.summary
     assert signed_duration(report.equation_of_time_minutes) in texts.solar_context
     assert signed_duration(report.longitude_correction_minutes) in texts.solar_context
-    assert narratives.longitude(report.standard_meridian) in texts.solar_context
+    assert formatting.longitude(report.standard_meridian) in texts.solar_context
     assert report.civil.zone in texts.historical_context and texts.historical_context_found
     assert reading in texts.share_text and texts.share_text.count(".") == 1
     checks = validation.solarserv_validation_checks(report)
@@ -577,23 +577,23 @@ def test_clock_filters_round_to_the_nearest_second_across_midnight():
     assert hms(43200.5) == "12:00:01"  # half a second rounds up, as round_to_second does
     last_half_second = dt.datetime(2026, 7, 14, 23, 59, 59, 500_000)
     assert round_to_second(last_half_second) == dt.datetime(2026, 7, 15)
-    assert narratives.hm(dt.time(13, 4, 31)) == "13:05"
-    assert narratives.hm(dt.time(13, 4, 29, 600_000)) == "13:04"  # rounded once, not via 13:04:30
-    assert narratives.clock(dt.time(14, 30)) == "14:30"
-    assert narratives.clock(dt.time(14, 30, 5)) == "14:30:05"
+    assert formatting.hm(dt.time(13, 4, 31)) == "13:05"
+    assert formatting.hm(dt.time(13, 4, 29, 600_000)) == "13:04"  # rounded once, not via 13:04:30
+    assert formatting.clock(dt.time(14, 30)) == "14:30"
+    assert formatting.clock(dt.time(14, 30, 5)) == "14:30:05"
 
 
 def test_angle_and_date_filters():
-    assert narratives.latitude(48.85661) == "48.8566°N"
-    assert narratives.latitude(-33.8688) == "33.8688°S"
-    assert narratives.longitude(-157.4) == "157.4°W"
-    assert narratives.longitude(120.0) == "120°E"
-    assert narratives.longitude(0.0) == "0°"
-    assert narratives.degrees(-12.44) == "-12.4°"
-    assert [narratives.compass(azimuth) for azimuth in (0, 134, 196.7, 359)] == [
+    assert formatting.latitude(48.85661) == "48.8566°N"
+    assert formatting.latitude(-33.8688) == "33.8688°S"
+    assert formatting.longitude(-157.4) == "157.4°W"
+    assert formatting.longitude(120.0) == "120°E"
+    assert formatting.longitude(0.0) == "0°"
+    assert formatting.degrees(-12.44) == "-12.4°"
+    assert [formatting.compass(azimuth) for azimuth in (0, 134, 196.7, 359)] == [
         "north", "south-east", "south", "north"]
-    assert narratives.long_date(dt.date(2026, 7, 14)) == "14 July 2026"
-    assert narratives.paragraph("one\n  two\nthree ") == "one two three"
+    assert formatting.long_date(dt.date(2026, 7, 14)) == "14 July 2026"
+    assert formatting.paragraph("one\n  two\nthree ") == "one two three"
 
 
 def test_solar_events_in_a_local_mean_time_era_are_valid_iso_8601(narrator):

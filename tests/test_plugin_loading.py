@@ -17,9 +17,9 @@ from reports import report_at
 
 import solarserv
 from solarserv import config
+from solarserv.formatting import hms
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict, TemplateLoadError
-from solarserv.narratives import hms
 from solarserv.timefmt import round_to_second
 
 EXTRA_CHECK = '''

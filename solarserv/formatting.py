@@ -1,0 +1,125 @@
+"""How the texts write a value, and ``FILTERS``: the names templates call those functions by.
+
+Times, UTC offsets and coordinates are written by solarserv.timefmt, which the result JSON shares; this
+module adds what only the texts write (durations, angles, compass points, dates, zone abbreviations,
+paragraphs). Kept apart from timefmt, which stays the small set of rules the JSON and the texts must agree
+on. The one Jinja environment (``solarserv.narration``) registers ``FILTERS``, so an operator's templates in
+``NARRATIVES_DIR`` and third-party plugin templates use the same formatting, and plugins writing text in
+Python import the functions from here:
+
+    {{ report.equation_of_time_minutes|signed_duration }}   +3 min 12 s
+    {{ report.total_difference_minutes|duration }}          2 h 52 min 18 s
+    {{ report.civil.utc_offset|offset }}                    +05:45  (+00:09:21 for local mean time)
+    UTC+02:00{{ report.civil.abbreviation|zone_abbreviation }}   UTC+02:00 (CEST)  (nothing for "+05")
+    {{ report.true_solar|hms }}                             11:37:42
+    {{ report.civil.local|clock }}                          14:30  (14:30:05 when seconds are set)
+    {{ report.events.solar_noon|hm }}                       13:05
+    {{ report.events.sunset|hm_on(report.civil.local.date()) }}   18:45 on 22 March 2024  (18:45 that day)
+    {{ report.events.sunset|shown_date }}                   2024-05-17 for 23:59:40 on the 16th (as hm shows it)
+    {{ report.location.latitude|latitude }}                 48.8566°N
+    {{ report.standard_meridian|longitude }}                120°E
+    {{ report.sun.elevation|degrees }}                      52.3°
+    {{ report.sun.azimuth|compass }}                        south-east
+    {{ report.query.date|long_date }}                       14 July 2026
+    {% filter paragraph %} … {% endfilter %}               lines joined into one paragraph
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from typing import Any
+
+# The month names, offsets and rounding to the minute as solarserv.timefmt writes them.
+from solarserv.timefmt import MONTH_NAMES, format_offset, round_to_minute
+
+# How times, offsets and coordinates are written is shared with the result JSON (solarserv.timefmt);
+# the filter names are the ones templates use.
+from solarserv.timefmt import format_clock as clock
+from solarserv.timefmt import format_hm as hm
+from solarserv.timefmt import format_hms as hms
+from solarserv.timefmt import format_latitude as latitude
+from solarserv.timefmt import format_longitude as longitude
+
+COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
+
+
+def whole_seconds(minutes: float) -> int:
+    """Minutes as the whole seconds ``signed_duration`` shows: the size rounded half up (as times are),
+    then the sign."""
+    seconds = math.floor(abs(minutes) * 60 + 0.5)
+    return -seconds if minutes < 0 else seconds
+
+
+def duration(minutes: float) -> str:
+    """The size of a time difference: "2 h 52 min 18 s", "45 s", "1 h" (sign dropped, nearest second)."""
+    hours, rest = divmod(abs(whole_seconds(minutes)), 3600)
+    mins, secs = divmod(rest, 60)
+    text = f"{hours} h {mins} min {secs} s" if hours else f"{mins} min {secs} s" if mins else f"{secs} s"
+    # Zero parts left out, but never the whole: "1 h", "2 min 5 s", "0 s".
+    return text.replace(" 0 min", "").replace(" 0 s", "") if text != "0 s" else text
+
+
+def signed_duration(minutes: float) -> str:
+    """A time difference with its sign: "+3 min 12 s", "-2 h 52 min 18 s", "0 s"."""
+    text = duration(minutes)
+    if text == "0 s":
+        return text
+    return ("-" if minutes < 0 else "+") + text
+
+
+def degrees(value: float, digits: int = 1) -> str:
+    """An angle with its sign: "52.3°", "-12.4°"."""
+    return f"{value:.{digits}f}°"
+
+
+def compass(azimuth: float) -> str:
+    """The nearest of eight compass points for an azimuth (0° = north, clockwise): "south-east"."""
+    return COMPASS_POINTS[round(azimuth % 360 / 45) % 8]
+
+
+def long_date(value: dt.date) -> str:
+    """"14 July 2026"."""
+    return f"{value.day} {MONTH_NAMES[value.month - 1]} {value.year}"
+
+
+def zone_abbreviation(value: str | None) -> str:
+    """" (CEST)" to follow an offset when tzdata names it; nothing for a numeric one ("+05") or none."""
+    return f" ({value})" if value and value[:1].isalpha() else ""
+
+
+def shown_date(instant: dt.datetime) -> dt.date:
+    """The date of the minute ``hm`` shows: 23:59:40 shows as 00:00 of the next day."""
+    return round_to_minute(instant).date()
+
+
+def hm_on(instant: dt.datetime, day: dt.date) -> str:
+    """HH:MM, naming the date when the minute shown falls on another day than ``day``: an event of the
+    solar day can lie on either side of the civil one ("18:45 on 22 March 2024")."""
+    shown_day = shown_date(instant)
+    return hm(instant) if shown_day == day else f"{hm(instant)} on {long_date(shown_day)}"
+
+
+def paragraph(text: str) -> str:
+    """Join a template's lines into one paragraph: templates stay readable, the text flows."""
+    return " ".join(text.split())
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "hms": hms,
+    "hm": hm,
+    "hm_on": hm_on,
+    "shown_date": shown_date,
+    "clock": clock,
+    "duration": duration,
+    "signed_duration": signed_duration,
+    "offset": format_offset,
+    "degrees": degrees,
+    "latitude": latitude,
+    "longitude": longitude,
+    "compass": compass,
+    "long_date": long_date,
+    "paragraph": paragraph,
+    "zone_abbreviation": zone_abbreviation,
+}
