@@ -42,6 +42,7 @@ from solarserv.timefmt import format_hms as hms
 from solarserv.timefmt import format_latitude as latitude
 from solarserv.timefmt import format_longitude as longitude
 
+# Clockwise from north; the texts write them out, the reverse geocoder's "35 km NE of Lyon" abbreviates them.
 COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
 
 
@@ -77,6 +78,11 @@ def degrees(value: float, digits: int = 1) -> str:
 def compass(azimuth: float) -> str:
     """The nearest of eight compass points for an azimuth (0° = north, clockwise): "south-east"."""
     return COMPASS_POINTS[round(azimuth % 360 / 45) % 8]
+
+
+def compass_initials(azimuth: float) -> str:
+    """The nearest compass point, abbreviated: "SE"."""
+    return "".join(word[0] for word in compass(azimuth).split("-")).upper()
 
 
 def long_date(value: dt.date) -> str:

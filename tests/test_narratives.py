@@ -592,6 +592,8 @@ def test_angle_and_date_filters():
     assert formatting.degrees(-12.44) == "-12.4°"
     assert [formatting.compass(azimuth) for azimuth in (0, 134, 196.7, 359)] == [
         "north", "south-east", "south", "north"]
+    assert [formatting.compass_initials(azimuth) for azimuth in (0, 44, 134, 196.7, 292, 359)] == [
+        "N", "NE", "SE", "S", "W", "N"]
     assert formatting.long_date(dt.date(2026, 7, 14)) == "14 July 2026"
     assert formatting.paragraph("one\n  two\nthree ") == "one two three"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from solarserv.errors import ApiError
+from solarserv.formatting import compass_initials
 from solarserv.geo import Located
 from solarserv.geo.gazetteer import Gazetteer, Nearby, PlaceDiscs, index_path
 from solarserv.geo.matching import Match, choose, not_found, relevant, split_qualifiers, tidy
@@ -216,8 +217,7 @@ def _nearest_place(gazetteer: Gazetteer, towns: PlaceDiscs, latitude: float, lon
 
 
 def _relative(near: Nearby) -> str:
-    compass = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")[round(near.bearing / 45) % 8]
-    return f"{near.distance_km:,.0f} km {compass} of {near.place.display_name}"
+    return f"{near.distance_km:,.0f} km {compass_initials(near.bearing)} of {near.place.display_name}"
 
 
 def _trailing_qualifier(gazetteer: Gazetteer, text: str) -> tuple[str, list[str], list[Match]]:
