@@ -9,6 +9,8 @@ Python import the functions from here:
 
     {{ report.equation_of_time_minutes|signed_duration }}   +3 min 12 s
     {{ report.total_difference_minutes|duration }}          2 h 52 min 18 s
+    {% if report.total_difference_minutes|whole_seconds == 0 %}   a difference of 0 s, to the second
+    {{ report.total_difference_minutes|ahead_or_behind("the clock") }}   2 h 52 min 18 s behind the clock
     {{ report.civil.utc_offset|offset }}                    +05:45  (+00:09:21 for local mean time)
     UTC+02:00{{ report.civil.abbreviation|zone_abbreviation }}   UTC+02:00 (CEST)  (nothing for "+05")
     {{ report.true_solar|hms }}                             11:37:42
@@ -70,6 +72,14 @@ def signed_duration(minutes: float) -> str:
     return ("-" if minutes < 0 else "+") + text
 
 
+def ahead_or_behind(minutes: float, reference: str) -> str:
+    """A time difference set against ``reference``: "3 min 12 s ahead of the clock", "45 s behind the
+    clock", "the same as the clock" (when it is 0 s to the second)."""
+    if whole_seconds(minutes) == 0:
+        return f"the same as {reference}"
+    return f"{duration(minutes)} {'ahead of' if minutes > 0 else 'behind'} {reference}"
+
+
 def degrees(value: float, digits: int = 1) -> str:
     """An angle with its sign: "52.3°", "-12.4°"."""
     return f"{value:.{digits}f}°"
@@ -120,6 +130,8 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "clock": clock,
     "duration": duration,
     "signed_duration": signed_duration,
+    "whole_seconds": whole_seconds,
+    "ahead_or_behind": ahead_or_behind,
     "offset": format_offset,
     "degrees": degrees,
     "latitude": latitude,

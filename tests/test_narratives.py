@@ -531,6 +531,22 @@ def test_checks_catch_a_utc_offset_that_does_not_add_up():
     assert any(text.startswith("local time") for text in _failing(dataclasses.replace(report, civil=wrong)))
 
 
+def test_differences_under_half_a_second_are_told_as_none(narrator):
+    # On the Greenwich meridian in UTC the longitude correction and DST are zero: the total is the EoT.
+    report = report_at("UTC", "2026-07-14", "12:00")
+    level = narrator.narrate(dataclasses.replace(report, sun=dataclasses.replace(report.sun,
+                                                                                 equation_of_time_minutes=0.004)))
+    assert " — the same as the clock." in level.summary
+    assert "On this date the two agree." in level.solar_context
+    assert "lies on its zone's standard meridian 0°, so no longitude correction applies." in level.solar_context
+    assert "All together a sundial here reads the same as the clocks: on this date" in level.solar_context
+    lagging = narrator.narrate(dataclasses.replace(report, sun=dataclasses.replace(report.sun,
+                                                                                   equation_of_time_minutes=-0.01)))
+    assert " — 1 s behind the clock." in lagging.summary
+    assert "On this date the Sun is 1 s behind mean solar time." in lagging.solar_context
+    assert "All together a sundial here reads 1 s behind the clocks: on this date" in lagging.solar_context
+
+
 # --- share ---------------------------------------------------------------------------------------------
 
 def test_share_text_is_one_sentence(narrator):
@@ -558,6 +574,17 @@ def test_share_text_names_another_solar_date_and_coordinates(narrator):
 def test_durations(minutes, plain, signed):
     assert duration(minutes) == plain
     assert signed_duration(minutes) == signed
+
+
+@pytest.mark.parametrize(("minutes", "text"), [
+    (3.2, "3 min 12 s ahead of the clock"),
+    (-0.75, "45 s behind the clock"),
+    (0.008, "the same as the clock"),  # under half a second either way: 0 s, as duration shows it
+    (-0.008, "the same as the clock"),
+])
+def test_a_difference_is_ahead_of_behind_or_the_same_as_its_reference(minutes, text):
+    assert formatting.ahead_or_behind(minutes, "the clock") == text
+    assert (formatting.whole_seconds(minutes) == 0) == (duration(minutes) == "0 s")
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
