@@ -25,6 +25,7 @@ from counters import UnusedMinuteClock
 from playwright.sync_api import Page, sync_playwright
 from servers import serving_in_thread
 
+from solarserv.formatting import duration
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
 from solarserv.web.app import Services
@@ -174,6 +175,21 @@ def test_without_javascript_the_page_says_it_needs_it_and_where_the_api_is(brows
         visit.page.goto(live_server + "/?" + urlencode(KASHGAR_SHARE))
         notice = visit.page.locator(".noscript").inner_text()
         assert "needs JavaScript" in notice and "/api/v1/solar-time" in notice
+
+
+# Minutes whose parts are zero in every place: before, between and after the others, and all of them.
+DURATIONS = [60 + 5 / 60, 120.5, -(3600 + 1 / 60), 1.0, -3.0, 3.2, 0.75, -172.3, 0.004, -0.004, 0.0]
+
+
+def test_the_pages_durations_show_the_parts_the_texts_show(visit):
+    page = visit.page
+    page.goto(visit.base_url + "/")
+    assert page.evaluate("(values) => values.map(duration)", DURATIONS) == [duration(value) for value in DURATIONS]
+    assert duration(60 + 5 / 60) == "1 h 5 s"
+    # Its own figures keep a typographic minus and a zero that takes no side (README "The calculator page").
+    signed = page.evaluate("(values) => values.map(signedDuration)", [-(60 + 5 / 60), 3.0, 0.004, -0.004])
+    assert signed == ["\u22121 h 5 s", "+3 min", "\u00b10 s", "\u00b10 s"]
+    visit.assert_clean()
 
 
 def paris_by_coordinates(visit: Visit) -> Page:

@@ -456,15 +456,13 @@ function decorated(node, attributes, text) {
 
 // ---------------------------------------------------------------- formatting
 
-/** "1 h 1 min 56 s", "1 h", "0 s": the size of a number of minutes, to the second, without its sign. */
+/** "1 h 1 min 56 s", "1 h 5 s", "0 s": the size of a number of minutes, to the second, without its sign,
+ *  its zero parts left out as the API's texts write it (duration in solarserv/formatting.py). */
 function duration(minutes) {
   const total = Math.round(Math.abs(minutes) * 60);
   const parts = [[Math.floor(total / 3600), "h"], [Math.floor((total % 3600) / 60), "min"], [total % 60, "s"]];
-  // Leading and trailing zeros say nothing ("1 h", "5 min 3 s"); zeros between stay ("1 h 0 min 5 s").
-  const first = parts.findIndex(([value]) => value);
-  if (first < 0) return "0 s";
-  const last = parts.findLastIndex(([value]) => value);
-  return parts.slice(first, last + 1).map(([value, unit]) => `${value} ${unit}`).join(" ");
+  const shown = parts.filter(([value]) => value).map(([value, unit]) => `${value} ${unit}`);
+  return shown.length ? shown.join(" ") : "0 s";
 }
 
 /** "−1 h 1 min 56 s", "+3 min 2 s", "±0 s": with a real minus sign. */
