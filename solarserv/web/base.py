@@ -23,12 +23,10 @@ access_log = logging.getLogger("tornado.access")
 # Where the operator console lives (solarserv.web.console); its login link carries the admin token.
 CONSOLE_PATH = "/console"
 
+# The API codes of the refusals Tornado raises itself, as an HTTPError, before any code of an API handler runs: a
+# method it does not answer. This service raises ApiError.
 _HTTP_CODES = {
-    400: "INVALID_REQUEST",
-    404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
-    413: "REQUEST_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE",
 }
 
 
@@ -80,6 +78,13 @@ class BaseHandler(tornado.web.RequestHandler):
         """The form's XSRF token, checked as Tornado does (against the _xsrf cookie)."""
         super().check_xsrf_cookie()
 
+    def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
+        """An ApiError is answered with its own status, whichever handler raised it (a body refused in
+        ``check_body``, on a console page as on the API): Tornado answers 500 to any exception but its
+        HTTPError."""
+        exception = kwargs.get("exc_info", (None, None, None))[1]
+        super().send_error(exception.status if isinstance(exception, ApiError) else status_code, **kwargs)
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         self.set_allow_header(status_code)
         super().write_error(status_code, **kwargs)
@@ -103,13 +108,14 @@ class BaseHandler(tornado.web.RequestHandler):
         request: a console login link, or a mistyped one, would put the admin token in the log. These name
         the request as the access log does (request_summary), and keep the traceback."""
         if isinstance(value, ApiError):
-            # An answer the client is meant to get, not a fault: one line, no traceback.
+            # An answer the client is meant to get, not a fault: one line, no traceback. The message may quote what
+            # the client sent (a 415 its Content-Encoding).
             log.info("%s → %d %s: %s", request_summary(self), value.status, value.code, escaped(value.message))
         elif isinstance(value, KeyStoreBusy):
             # Answered 503 "try again" (the console's write_error): another process's doing, not a fault.
             log.warning("%s → 503: %s", request_summary(self), value)
         elif isinstance(value, tornado.web.HTTPError):
-            if value.get_message():  # it may quote what the client sent (a 415 its Content-Encoding)
+            if value.get_message():
                 log.warning("%s → %d: %s", request_summary(self), value.status_code, escaped(value.get_message()))
         else:
             log.error("Uncaught exception %s", request_summary(self), exc_info=(typ, value, tb))

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 import tornado.httputil
-import tornado.web
+
+from solarserv.errors import ApiError, malformed
 
 MAX_BODY_BYTES = 16 * 1024
 MAX_DRAINED_BYTES = 1024 * 1024
@@ -41,7 +42,7 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
         self._received = 0
         self._started = False
         # What the handler raises in prepare, if anything: the body could not be taken.
-        self.refusal: tornado.web.HTTPError | None = None
+        self.refusal: ApiError | None = None
         # The handler answers before the body is read, and Tornado then closes the connection.
         self.left_unread = False
         request.body_reader = self  # how the handler finds both (BaseHandler)
@@ -88,7 +89,7 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
         self.left_unread = True
         return self._start()
 
-    def _read_form(self) -> tornado.web.HTTPError | None:
+    def _read_form(self) -> ApiError | None:
         """The form fields of a form body, as Tornado reads them for a handler that does not stream."""
         request = self._request
         if not request.body:
@@ -97,20 +98,20 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
             tornado.httputil.parse_body_arguments(request.headers.get("Content-Type", ""), request.body,
                                                   request.body_arguments, request.files, request.headers)
         except tornado.httputil.HTTPInputError as exc:
-            return tornado.web.HTTPError(400, "Invalid body: %s", exc)
+            return malformed(f"Invalid body: {exc}")
         for name, values in request.body_arguments.items():
             request.arguments.setdefault(name, []).extend(values)
         return None
 
 
-def _unsupported_encoding(request: tornado.httputil.HTTPServerRequest) -> tornado.web.HTTPError | None:
+def _unsupported_encoding(request: tornado.httputil.HTTPServerRequest) -> ApiError | None:
     """A body is taken as sent: a compressed one (gzip, br, …) would otherwise read as bytes that are not JSON."""
     encoding = request.headers.get("Content-Encoding", "identity")
     if not request.body or encoding.strip().lower() == "identity":
         return None
-    return tornado.web.HTTPError(415, "The request body has Content-Encoding: %s, which this service does not "
-                                      "decode; send it without one (uncompressed).", encoding[:40])
+    return ApiError("UNSUPPORTED_MEDIA_TYPE", 415, f"The request body has Content-Encoding: {encoding[:40]}, which "
+                    "this service does not decode; send it without one (uncompressed).")
 
 
-def _too_large() -> tornado.web.HTTPError:
-    return tornado.web.HTTPError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+def _too_large() -> ApiError:
+    return ApiError("REQUEST_TOO_LARGE", 413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
