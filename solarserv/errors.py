@@ -30,3 +30,16 @@ def malformed(message: str) -> ApiError:
 def invalid(message: str) -> ApiError:
     """The request is well-formed but its values are not acceptable (the GET alias answers it with 400)."""
     return ApiError("INVALID_REQUEST", 422, message)
+
+
+def timezone_unresolved(message: str) -> ApiError:
+    """No IANA zone the service has applies at the point: international waters, or a zone newer than the
+    installed tzdata. Retrying cannot help."""
+    return ApiError("TIMEZONE_RESOLUTION_FAILED", 422, message)
+
+
+def geocoder_unavailable(message: str, retry_after: int | None = None) -> ApiError:
+    """The place-name geocoder cannot answer now (an online provider failing or refusing, the offline index
+    not built); ``retry_after``: the seconds after which asking again may succeed, when known."""
+    extra = {} if retry_after is None else {"retry_after": retry_after}
+    return ApiError("GEOCODER_UNAVAILABLE", 503, message, **extra)

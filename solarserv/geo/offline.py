@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from solarserv.errors import ApiError
+from solarserv.errors import ApiError, geocoder_unavailable
 from solarserv.formatting import compass_initials
 from solarserv.geo import Located
 from solarserv.geo.gazetteer import Gazetteer, Nearby, PlaceDiscs, index_path
@@ -277,8 +277,8 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
 
 def _unavailable() -> ApiError:
     # "the log", not "the server log": `solarserv calc` answers with it too, and writes its log to stderr.
-    return ApiError("GEOCODER_UNAVAILABLE", 503, "The offline gazetteer index could not be built or read (see the "
-                    "log); send latitude and longitude instead.")
+    return geocoder_unavailable("The offline gazetteer index could not be built or read (see the log); send "
+                                "latitude and longitude instead.")
 
 
 Result = TypeVar("Result")

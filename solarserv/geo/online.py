@@ -26,7 +26,7 @@ from geopy.geocoders import Nominatim, Photon
 from geopy.location import Location as GeopyLocation
 
 import solarserv
-from solarserv.errors import ApiError
+from solarserv.errors import ApiError, geocoder_unavailable
 from solarserv.geo import Located
 from solarserv.geo.matching import MAX_CANDIDATES, Match, choose, fold, not_found, split_qualifiers, tidy
 from solarserv.models import Place
@@ -293,12 +293,10 @@ def _named(asked_name: str, own_names: set[str]) -> bool:
 
 
 def _unavailable(provider: str, why: str, retry_after: float | None = None) -> ApiError:
-    extra, when = {}, "later"
-    if retry_after is not None:
-        seconds = max(1, math.ceil(retry_after))
-        extra, when = {"retry_after": seconds}, f"in {seconds} second{'' if seconds == 1 else 's'}"
-    return ApiError("GEOCODER_UNAVAILABLE", 503, f"The place-name geocoder ({provider}) {why}. Try again "
-                    f"{when}, or send latitude and longitude instead of place_name.", **extra)
+    seconds = None if retry_after is None else max(1, math.ceil(retry_after))
+    when = "later" if seconds is None else f"in {seconds} second{'' if seconds == 1 else 's'}"
+    return geocoder_unavailable(f"The place-name geocoder ({provider}) {why}. Try again {when}, or send latitude "
+                                "and longitude instead of place_name.", retry_after=seconds)
 
 
 def _one_line(text: str) -> str:

@@ -6,7 +6,7 @@ import math
 
 from timezonefinder import TimezoneFinder
 
-from solarserv.errors import ApiError
+from solarserv.errors import timezone_unresolved
 from solarserv.geo.gazetteer import KM_PER_DEGREE
 from solarserv.geo.zones import ANTARCTIC_TREATY_LATITUDE, TZDATA_VERSION, canonical_zone, has_zone
 
@@ -42,18 +42,15 @@ class TimezoneLocator:
             # stations whose zones it draws (Marie Byrd Land, which no country claims).
             where = ("in international waters" if latitude > ANTARCTIC_TREATY_LATITUDE
                      else "in Antarctica or its seas outside every station's time zone")
-            raise ApiError("TIMEZONE_RESOLUTION_FAILED", 422,
-                           f"latitude {latitude}, longitude {longitude} is {where}, where no IANA timezone applies")
+            raise timezone_unresolved(f"latitude {latitude}, longitude {longitude} is {where}, where no IANA "
+                                      "timezone applies")
         if not has_zone(name):
             # tzdata keeps every retired name as a link, so only a zone newer than the installed
             # tzdata lands here; there is nothing to map it to.
-            raise ApiError(
-                "TIMEZONE_RESOLUTION_FAILED",
-                422,
+            raise timezone_unresolved(
                 f"latitude {latitude}, longitude {longitude} is in timezone {name} (boundary data "
                 f"{self.data_version}), which the IANA tzdata release {TZDATA_VERSION} this service "
-                "uses does not have",
-            )
+                "uses does not have")
         return name
 
     def near_border(self, latitude: float, longitude: float, zone: str) -> bool:

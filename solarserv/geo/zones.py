@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 import tzdata
 
-from solarserv.errors import ApiError
+from solarserv.errors import ApiError, timezone_unresolved
 
 #: The IANA release of the data every answer is computed from, e.g. "2026f".
 TZDATA_VERSION: str = tzdata.IANA_VERSION
@@ -54,11 +54,8 @@ def unknown_zone(name: str) -> ApiError:
     timezonefinder, whose data can be newer than the tzdata package. Retrying cannot help, so this
     reports it as the timezone failing to resolve, naming the release that lacks it.
     """
-    return ApiError(
-        "TIMEZONE_RESOLUTION_FAILED",
-        422,
-        f"timezone {name!r} is not in the IANA tzdata release {TZDATA_VERSION} this service uses",
-    )
+    return timezone_unresolved(f"timezone {name!r} is not in the IANA tzdata release {TZDATA_VERSION} this service "
+                               "uses")
 
 
 def zone_file(name: str) -> bytes:
