@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         # The key store refused, was locked or cannot be used, in any command: one line in its words.
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except (config.SettingsError, PluginConflict, TemplateLoadError, FileNotFoundError) as exc:
+    except (config.SettingsError, PluginConflict, TemplateLoadError) as exc:
         # Problems an operator fixes or retries (a port in use, plugins, templates): one line, not a traceback.
         print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -31,7 +31,7 @@ from typing import Any
 import jinja2
 import pluggy
 
-from solarserv import formatting, hookspecs, narratives
+from solarserv import config, formatting, hookspecs, narratives
 from solarserv.hookspecs import Check, HistoricalContext, Narrative
 from solarserv.models import Report
 
@@ -408,7 +408,7 @@ def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, s
 
 def _directory(path: Path, setting: str) -> Path:
     if not Path(path).is_dir():
-        raise FileNotFoundError(f"{setting} {path} is not a directory")
+        raise config.SettingsError(f"{setting} {path} is not a directory")
     return Path(path)
 
 

@@ -24,6 +24,7 @@ from servers import start_solarserv, stop_solarserv
 from solarserv import config
 from solarserv.cli import _console_line, main
 from solarserv.geo import gazetteer
+from solarserv.narration import Narrator
 from solarserv.web.console import ConsoleSecrets
 
 PARIS_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14", "--time", "14:30"]
@@ -82,6 +83,23 @@ def test_a_template_syntax_error_is_one_line_naming_the_file_and_line(capsys, da
     status, _, err = run(capsys, data_dir, "plugins", "--narratives-dir", str(tmp_path))
     assert status == 2 and "Traceback" not in err
     assert f"TemplateLoadError: template {tmp_path / 'summary.txt.j2'}, line 1: Unexpected end of template" in err
+
+
+@pytest.mark.parametrize("flag", ["--plugins-dir", "--narratives-dir"])
+def test_a_directory_setting_that_is_no_directory_is_one_line_and_a_failing_status(capsys, data_dir, tmp_path, flag):
+    status, _, err = run(capsys, data_dir, "plugins", flag, str(tmp_path / "nowhere"))
+    setting = flag.removeprefix("--").replace("-", "_").upper()
+    assert status == 2
+    assert err.splitlines() == [f"solarserv: SettingsError: {setting} {tmp_path / 'nowhere'} is not a directory"]
+
+
+def test_a_file_missing_elsewhere_is_a_fault_with_its_traceback_not_an_operator_mistake(monkeypatch, data_dir):
+    def missing_file(settings, *, third_party=True):
+        raise FileNotFoundError("a file the code expected")
+
+    monkeypatch.setattr(Narrator, "build", missing_file)
+    with pytest.raises(FileNotFoundError, match="a file the code expected"):
+        main(["plugins", "--data-dir", str(data_dir)])
 
 
 def test_a_plugin_left_out_is_listed_with_why(capsys, data_dir, tmp_path):

@@ -360,7 +360,7 @@ def test_a_broken_override_template_stops_start_up_naming_it(tmp_path):
 
 @pytest.mark.parametrize("setting", ["PLUGINS_DIR", "NARRATIVES_DIR"])
 def test_a_missing_directory_is_an_error_at_start(tmp_path, setting):
-    with pytest.raises(FileNotFoundError, match=f"{setting} .*nowhere is not a directory"):
+    with pytest.raises(config.SettingsError, match=f"{setting} .*nowhere is not a directory"):
         build(**{setting: str(tmp_path / "nowhere")})
 
 
