@@ -130,7 +130,6 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     Each process prints the ready line once it accepts connections (N lines for N workers); the first
     also prints the console line. SIGTERM or SIGINT stops the workers cleanly, then the parent.
     """
-    from solarserv.geo.offline import read_towns
     from solarserv.ratelimit import redis_refusal
     from solarserv.web.app import Services, make_app, make_server
     from solarserv.web.console import ConsoleSecrets
@@ -156,6 +155,8 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
             log.warning("%d processes without REDIS_URL: each counts requests on its own, so a client "
                         "gets up to %d times its rate limit", settings.processes, settings.processes)
         if settings.geocoder == "offline":
+            from solarserv.geo.offline import read_towns  # the offline geocoder's alone: not imported otherwise
+
             towns = read_towns(Path(settings.data_dir))
         _forward_stop_signals_to_workers()
         # The collector writes to every object it examines, so each worker's first collections would copy

@@ -19,7 +19,8 @@ from solarserv import config
 from solarserv.cli import main
 from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder, gazetteer
-from solarserv.geo.gazetteer import Gazetteer, distance_and_bearing
+from solarserv.geo.gazetteer import Gazetteer
+from solarserv.geo.geometry import distance_and_bearing
 from solarserv.geo.matching import MAX_CANDIDATES, Match, fold, relevant, split_qualifiers
 from solarserv.geo.offline import OfflineGeocoder, read_towns
 from solarserv.models import Place
@@ -529,14 +530,6 @@ def test_calc_on_an_index_that_cannot_be_read_says_so_in_one_line(geocoder, data
     assert capsys.readouterr().err.splitlines()[-1] == ("error GEOCODER_UNAVAILABLE: The offline gazetteer index could "
                                                         "not be built or read (see the log); send latitude and "
                                                         "longitude instead.")
-
-
-def test_distance_and_bearing():
-    distance, bearing = distance_and_bearing(0.0, 0.0, 1.0, 0.0)
-    assert distance == pytest.approx(111.195, abs=0.01) and bearing == pytest.approx(0.0)
-    distance, bearing = distance_and_bearing(0.0, 179.5, 0.0, -179.5)  # across the antimeridian: due east
-    assert distance == pytest.approx(111.195, abs=0.01) and bearing == pytest.approx(90.0)
-    assert distance_and_bearing(10.0, 10.0, 9.0, 10.0)[1] == pytest.approx(180.0)
 
 
 def test_places_that_cannot_be_read_into_memory_leave_coordinates_shown_as_themselves(

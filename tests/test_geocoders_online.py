@@ -9,6 +9,8 @@ import dataclasses
 import datetime as dt
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -579,6 +581,18 @@ def test_build_geocoder_picks_the_geocoder_the_settings_name():
         geocoder = build_geocoder(dataclasses.replace(settings, geocoder=name))
         assert isinstance(geocoder, OnlineGeocoder) and geocoder.name == name
     assert config.GEOCODERS == ("offline", *PROVIDERS)  # the names config.load accepts
+
+
+def test_a_pipeline_with_an_online_geocoder_imports_nothing_of_the_offline_one(tmp_path):
+    # The gazetteer and rapidfuzz (its suggestions' fuzzy matching) are the offline geocoder's: every process
+    # would carry them for nothing.
+    offline_only = ("solarserv.geo.offline", "solarserv.geo.gazetteer", "solarserv.geo.discs", "rapidfuzz")
+    probe = ("import sys, solarserv.cli, solarserv.pipeline, solarserv.web.app; from solarserv import config; "
+             "settings = config.load(environ={'GEOCODER': 'photon', 'SOLARSERV_DATA_DIR': sys.argv[1]}); "
+             "solarserv.pipeline.Pipeline.build(settings); "
+             f"print([name for name in {offline_only!r} if name in sys.modules])")
+    imported = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("tag,population", [("2133111", 2133111), ("2 165 423", 2165423),

@@ -39,6 +39,7 @@ from typing import NamedTuple
 import numpy as np
 from rapidfuzz import fuzz, process
 
+from solarserv.geo.geometry import EARTH_RADIUS_KM, KM_PER_DEGREE, distance_and_bearing
 from solarserv.geo.matching import Match, fold
 from solarserv.models import Place
 from solarserv.sqlite import sqlite_utils
@@ -51,9 +52,7 @@ SCHEMA_VERSION = 1
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
-EARTH_RADIUS_KM = 6371.0
 PLACES_KEPT = 4096  # Places (a few hundred bytes each) kept by Gazetteer.place
-KM_PER_DEGREE = 111.195  # on a sphere of radius EARTH_RADIUS_KM
 
 
 def index_path(data_dir: Path) -> Path:
@@ -368,20 +367,6 @@ def _longitude_ranges(west: float, east: float) -> list[tuple[float, float]]:
     if east > 180:
         return [(west, 180.0), (-180.0, east - 360)]
     return [(west, east)]
-
-
-def distance_and_bearing(from_lat: float, from_lon: float,
-                         to_lat: float, to_lon: float) -> tuple[float, float]:
-    """Great-circle distance (km) and initial bearing (degrees from north) from one point to another."""
-    phi1, phi2 = math.radians(from_lat), math.radians(to_lat)
-    d_lambda = math.radians(to_lon - from_lon)
-    haversine = (math.sin((phi2 - phi1) / 2) ** 2
-                 + math.cos(phi1) * math.cos(phi2) * math.sin(d_lambda / 2) ** 2)
-    distance = 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(haversine)))
-    bearing = math.degrees(math.atan2(
-        math.sin(d_lambda) * math.cos(phi2),
-        math.cos(phi1) * math.sin(phi2) - math.sin(phi1) * math.cos(phi2) * math.cos(d_lambda)))
-    return distance, bearing % 360
 
 
 class Hit(NamedTuple):

@@ -7,7 +7,7 @@ import math
 from timezonefinder import TimezoneFinder
 
 from solarserv.errors import timezone_unresolved
-from solarserv.geo.gazetteer import KM_PER_DEGREE
+from solarserv.geo.geometry import KM_PER_DEGREE
 from solarserv.geo.zones import ANTARCTIC_TREATY_LATITUDE, TZDATA_VERSION, canonical_zone, has_zone
 
 _BORDER_RADIUS_KM = 10.0
