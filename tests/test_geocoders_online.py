@@ -205,7 +205,12 @@ def provider_server():
     thread.start()
     assert started.wait(10)
     yield {"domain": f"127.0.0.1:{state['port']}", "requests": requests, "odd": odd}
-    state["loop"].call_soon_threadsafe(state["loop"].stop)
+
+    def stop() -> None:
+        state["server"].stop()  # closes the listening socket, which the collector would otherwise find open
+        state["loop"].stop()
+
+    state["loop"].call_soon_threadsafe(stop)
     thread.join(5)
 
 
