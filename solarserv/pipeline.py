@@ -22,8 +22,8 @@ from solarserv.solar import SunEngine, curves
 from solarserv.solar.fast import FastEngine
 from solarserv.timefmt import format_coordinates
 
-if TYPE_CHECKING:
-    from solarserv.geo.gazetteer import PlaceDiscs
+if TYPE_CHECKING:  # the offline geocoder's, imported only when it is chosen (geo.build_geocoder)
+    from solarserv.geo.discs import PlaceDiscs
 
 
 class Pipeline:

@@ -18,7 +18,7 @@ import pytest
 from solarserv import config
 from solarserv.cli import main
 from solarserv.errors import ApiError
-from solarserv.geo import build_geocoder, gazetteer
+from solarserv.geo import build_geocoder, discs, gazetteer
 from solarserv.geo.gazetteer import Gazetteer
 from solarserv.geo.geometry import distance_and_bearing
 from solarserv.geo.matching import MAX_CANDIDATES, Match, fold, relevant, split_qualifiers
@@ -539,7 +539,7 @@ def test_places_that_cannot_be_read_into_memory_leave_coordinates_shown_as_thems
     def out_of_memory(*args, **kwargs):
         raise MemoryError("no room for the discs")
 
-    monkeypatch.setattr(gazetteer.PlaceDiscs, "load", out_of_memory)
+    monkeypatch.setattr(discs.PlaceDiscs, "load", out_of_memory)
     failing = OfflineGeocoder(data_dir)
     assert asyncio.run(failing.towns()) is None
     # Display only: every request is answered (with no place name), the failure is logged once with
@@ -561,7 +561,7 @@ def test_places_read_before_a_fork_are_the_ones_a_geocoder_uses_without_reading_
     def read_again(*args, **kwargs):
         raise AssertionError("the places were read again")
 
-    monkeypatch.setattr(gazetteer.PlaceDiscs, "load", read_again)
+    monkeypatch.setattr(discs.PlaceDiscs, "load", read_again)
     given = OfflineGeocoder(data_dir, towns)
     assert given.ready and asyncio.run(given.towns()) is towns
     assert describe(given, 48.8584, 2.2945) == describe(geocoder, 48.8584, 2.2945)

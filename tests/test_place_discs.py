@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import pytest
 
 from solarserv.geo import gazetteer
-from solarserv.geo.gazetteer import Gazetteer, PlaceDiscs
+from solarserv.geo.discs import PlaceDiscs
+from solarserv.geo.gazetteer import Gazetteer
 from solarserv.geo.geometry import distance_and_bearing
 from solarserv.geo.offline import EXTENT_TIERS_KM, LOCAL_RADIUS_KM, town_radius_km
 

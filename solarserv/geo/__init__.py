@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from solarserv.models import Place
 
-if TYPE_CHECKING:  # the gazetteer's import is the offline geocoder's, made only when it is chosen
-    from solarserv.geo.gazetteer import PlaceDiscs
+if TYPE_CHECKING:  # the offline geocoder's modules are imported only when it is chosen (build_geocoder)
+    from solarserv.geo.discs import PlaceDiscs
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from typing import TypeVar
 from solarserv.errors import ApiError, geocoder_unavailable
 from solarserv.formatting import compass_initials
 from solarserv.geo import Located
-from solarserv.geo.gazetteer import Gazetteer, Nearby, PlaceDiscs, index_path
+from solarserv.geo.discs import PlaceDiscs
+from solarserv.geo.gazetteer import Gazetteer, Nearby, index_path
 from solarserv.geo.matching import Match, choose, not_found, relevant, split_qualifiers, tidy
 from solarserv.models import Place
 from solarserv.sqlite import is_file_failure

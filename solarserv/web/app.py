@@ -21,8 +21,8 @@ from solarserv.web.base import BaseHandler, NotFoundHandler, log_request
 from solarserv.web.body import MAX_DRAINED_BYTES, BodyReader
 from solarserv.web.console import ConsoleSecrets
 
-if TYPE_CHECKING:
-    from solarserv.geo.gazetteer import PlaceDiscs
+if TYPE_CHECKING:  # the offline geocoder's, imported only when it is chosen (geo.build_geocoder)
+    from solarserv.geo.discs import PlaceDiscs
 
 WEB_DIR = Path(__file__).parent
 
