@@ -35,7 +35,8 @@ from solarserv.keys import (
     KeyStoreUnusable,
     checked_key_fields,
 )
-from solarserv.narration import PluginConflict, TemplateLoadError
+from solarserv.narration import TemplateLoadError
+from solarserv.plugin_manager import PluginConflict
 from solarserv.request import parse_json_fields
 
 log = logging.getLogger("solarserv")
@@ -348,7 +349,7 @@ def _readable(result: dict[str, Any]) -> str:
 def list_plugins(settings: Any, args: argparse.Namespace) -> int:
     from solarserv.narration import Narrator
 
-    plugins = Narrator.build(settings).plugins()
+    plugins = Narrator.build(settings).plugins.listing()
     if args.json:
         print(json.dumps(plugins, indent=2))
         return 0

@@ -217,6 +217,14 @@ class SettingsError(ValueError):
     """A setting's value cannot be used; the message names the variable or flag."""
 
 
+def existing_directory(path: Path, setting: str) -> Path:
+    """``path``, the value of the directory setting ``setting`` (PLUGINS_DIR, NARRATIVES_DIR), if it is a directory.
+    Checked where it is read, when plugins and templates load, so only the commands that use it refuse it."""
+    if not Path(path).is_dir():
+        raise SettingsError(f"{setting} {path} is not a directory")
+    return Path(path)
+
+
 def without_settings(environ: Mapping[str, str]) -> dict[str, str]:
     """A copy of ``environ`` without any variable that configures solarserv: the environment for a server
     started on its embedded defaults (by the tests and benchmarks), whatever this shell has set."""

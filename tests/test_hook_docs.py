@@ -12,7 +12,8 @@ import pytest
 from reports import report_at
 
 from solarserv import config, hookspecs
-from solarserv.narration import BUILTIN_PLUGINS, Narrator
+from solarserv.narration import Narrator
+from solarserv.plugin_manager import BUILTIN_PLUGINS
 from solarserv.timefmt import format_hms, round_to_second
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -67,7 +68,7 @@ def test_the_readme_example_plugin_loads_from_plugins_dir_and_runs(tmp_path):
 
     plain = Narrator.build(config.load(environ={}), third_party=False)
     narrator = Narrator.build(config.load(environ={"PLUGINS_DIR": str(tmp_path)}))
-    listed = {plugin["name"]: plugin for plugin in narrator.plugins()}
+    listed = {plugin["name"]: plugin for plugin in narrator.plugins.listing()}
     assert listed[name]["source"] == "file"
     assert listed[name]["hooks"] == ["solarserv_validation_checks"]
 
@@ -88,7 +89,7 @@ def test_the_readme_example_of_a_block_taken_over_runs_with_its_template(tmp_pat
         (tmp_path / block["name"]).write_text(block["code"], encoding="utf-8")
     assert (tmp_path / "short_summary.py").exists() and (tmp_path / "short_summary.txt.j2").exists()
     narrator = Narrator.build(config.load(environ={"PLUGINS_DIR": str(tmp_path)}))
-    assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins()}
+    assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins.listing()}
     report = report_at("Paris", "2026-07-14", "14:30")
     reading = format_hms(round_to_second(report.true_solar))
     assert narrator.narrate(report).summary == \

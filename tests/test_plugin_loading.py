@@ -19,7 +19,8 @@ import solarserv
 from solarserv import config
 from solarserv.formatting import hms
 from solarserv.hookspecs import Narrative, hookimpl
-from solarserv.narration import BUILTIN_PLUGINS, Narrator, PluginConflict, TemplateLoadError
+from solarserv.narration import Narrator, TemplateLoadError
+from solarserv.plugin_manager import BUILTIN_PLUGINS, PluginConflict
 from solarserv.timefmt import round_to_second
 
 EXTRA_CHECK = '''
@@ -106,11 +107,11 @@ def test_a_plugin_returning_the_wrong_type_loses_only_its_own_checks(tmp_path, r
 def test_a_plugin_that_fails_to_import_is_left_out_listed_and_noted(tmp_path, report, builtin_texts, caplog):
     write(tmp_path, "typo.py", "import no_such_module_anywhere\n")
     write(tmp_path, "works.py", EXTRA_CHECK)
-    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+    with caplog.at_level(logging.ERROR, logger="solarserv.plugin_manager"):
         narrator = build(PLUGINS_DIR=str(tmp_path))
     assert "typo.py failed to import" in caplog.text and "no_such_module_anywhere" in caplog.text
     assert {"name": "typo", "source": "file", "version": None, "hooks": [],
-            "not_loaded": "failed to import"} in narrator.plugins()
+            "not_loaded": "failed to import"} in narrator.plugins.listing()
     lines = narrator.narrate(report).validation.splitlines()
     assert "✗ extra check saw Europe/Paris" in lines  # the other plugin still works
     assert lines[-1] == "✗ plugin typo (loading) failed; its text was left out."
@@ -124,11 +125,11 @@ def test_a_plugin_that_fails_to_import_is_left_out_listed_and_noted(tmp_path, re
 def test_a_plugin_whose_hooks_do_not_match_the_specs_is_left_out(tmp_path, report, caplog, source, logged):
     # A misspelled hook would never be called; a parameter the spec does not have could never be passed.
     write(tmp_path, "mismatched.py", "from solarserv.hookspecs import hookimpl\n\n" + source)
-    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+    with caplog.at_level(logging.ERROR, logger="solarserv.plugin_manager"):
         narrator = build(PLUGINS_DIR=str(tmp_path))
     assert logged in caplog.text
-    assert "mismatched" not in {name for name, _ in narrator.manager.list_name_plugin()}
-    assert narrator.not_loaded == {"mismatched": "hooks do not match solarserv's"}
+    assert "mismatched" not in {name for name, _ in narrator.plugins.manager.list_name_plugin()}
+    assert narrator.plugins.not_loaded == {"mismatched": "hooks do not match solarserv's"}
     assert narrator.narrate(report).validation.splitlines()[-1] == \
         "✗ plugin mismatched (loading) failed; its text was left out."
 
@@ -177,7 +178,7 @@ def test_a_plugin_whose_template_dirs_cannot_be_read_is_left_out(tmp_path, repor
             return {returned}
     ''')
     narrator = build(PLUGINS_DIR=str(tmp_path))
-    assert narrator.not_loaded == {"dirs": "template directories could not be read"}
+    assert narrator.plugins.not_loaded == {"dirs": "template directories could not be read"}
     assert narrator.narrate(report).validation.splitlines()[-1] == \
         "✗ plugin dirs (loading) failed; its text was left out."
 
@@ -228,9 +229,9 @@ def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_p
     texts = narrator.narrate(report)
     assert texts.summary == f"Sundial {hms(round_to_second(report.true_solar))}."
     assert (texts.solar_context, texts.validation) == (builtin_texts.solar_context, builtin_texts.validation)
-    assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins()}
+    assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins.listing()}
     # Each built-in writes one block and nothing else, so setting one aside loses nothing more.
-    builtins = Narrator.build(config.load(environ={}), third_party=False).manager
+    builtins = Narrator.build(config.load(environ={}), third_party=False).plugins.manager
     assert all(len(builtins.get_hookcallers(plugin)) == 1 for _, plugin in builtins.list_name_plugin())
 
 
@@ -434,7 +435,7 @@ def installed_plugin(tmp_path, monkeypatch):
 
 def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
     narrator = build()
-    listing = {plugin["name"]: plugin for plugin in narrator.plugins()}
+    listing = {plugin["name"]: plugin for plugin in narrator.plugins.listing()}
     assert listing[installed_plugin] == {"name": "sundial_extra", "source": "entry point", "version": "1.2.3",
                                         "hooks": ["solarserv_validation_checks"]}
     assert "✗ extra check saw Europe/Paris" in narrator.narrate(report).validation
@@ -442,13 +443,13 @@ def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
 
 def test_the_allow_list_filters_entry_point_plugins(installed_plugin, caplog):
     blocked = build(SOLARSERV_PLUGINS="some_other_plugin")
-    assert installed_plugin not in {plugin["name"] for plugin in blocked.plugins()}
+    assert installed_plugin not in {plugin["name"] for plugin in blocked.plugins.listing()}
     assert "SOLARSERV_PLUGINS names some_other_plugin, which no installed distribution provides" in caplog.text
     # Set but empty allows none (an allow-list fails closed), as does a list of blanks.
     for nothing in ("", " , "):
-        assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS=nothing).plugins()}
+        assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS=nothing).plugins.listing()}
     allowed = build(SOLARSERV_PLUGINS=f"some_other_plugin, {installed_plugin}")
-    assert installed_plugin in {plugin["name"] for plugin in allowed.plugins()}
+    assert installed_plugin in {plugin["name"] for plugin in allowed.plugins.listing()}
 
 
 def test_a_plugin_that_never_returns_does_not_keep_the_command_from_exiting(tmp_path, data_dir):
@@ -470,7 +471,7 @@ def test_a_plugin_file_named_like_an_installed_plugin_stops_start_up(installed_p
 
 def test_third_party_false_loads_only_the_built_ins(installed_plugin):
     narrator = Narrator.build(config.load(environ={}), third_party=False)
-    assert [plugin["name"] for plugin in narrator.plugins()] == list(BUILTIN_PLUGINS)
+    assert [plugin["name"] for plugin in narrator.plugins.listing()] == list(BUILTIN_PLUGINS)
 
 
 def test_the_built_in_plugins_and_templates_are_those_of_the_solarserv_in_use():
@@ -484,7 +485,7 @@ def test_the_built_in_plugins_and_templates_are_those_of_the_solarserv_in_use():
 
 def test_plugins_lists_name_source_version_and_hooks(tmp_path):
     write(tmp_path, "extra_check.py", EXTRA_CHECK)
-    listing = build(PLUGINS_DIR=str(tmp_path)).plugins()
+    listing = build(PLUGINS_DIR=str(tmp_path)).plugins.listing()
     assert {"name": "solarserv.plugins.historical", "source": "builtin", "version": None,
             "hooks": ["solarserv_historical_context"]} in listing
     assert {"name": "extra_check", "source": "file", "version": None,

@@ -1,0 +1,191 @@
+"""Loading the plugins: one pluggy manager per application, built by ``load(settings)``.
+
+It registers, in order: the built-in plugins (ordinary plugin modules in the ``solarserv.plugins`` package, the
+repository's ``plugins/``), installed plugins from the ``solarserv`` entry-point group (filtered by the
+``SOLARSERV_PLUGINS`` allow-list when set), and loose ``.py`` files in ``PLUGINS_DIR``. A third-party plugin that
+writes a text block takes it over from the built-in one; two that claim one block stop start-up
+(``PluginConflict``). A third-party plugin that cannot be loaded is left out, logged, and named in
+``LoadedPlugins.not_loaded``, which the validation text of every answer reports.
+
+Calling the hooks and rendering what they return is solarserv.narration's. This module is not called
+``solarserv.plugins``: that name is the package of the built-in plugins (the repository's ``plugins/``,
+installed inside solarserv).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from solarserv import config, hookspecs
+
+log = logging.getLogger(__name__)
+
+BUILTIN_PLUGINS = (
+    "solarserv.plugins.summary",
+    "solarserv.plugins.historical",
+    "solarserv.plugins.solar_context",
+    "solarserv.plugins.validation",
+    "solarserv.plugins.share",
+)
+
+
+class PluginConflict(RuntimeError):
+    """Two third-party plugins claim the same text block, or the same name."""
+
+
+@dataclass(frozen=True)
+class LoadedPlugins:
+    """What ``load`` registered, and what it left out."""
+
+    manager: pluggy.PluginManager
+    versions: dict[str, str]  # plugin name → distribution version, for entry-point plugins
+    # Third-party plugins left out (name → why), noted in every validation text.
+    not_loaded: dict[str, str]
+    template_dirs: list[Path]  # the plugins' own template directories (hook solarserv_template_dirs)
+
+    def listing(self) -> list[dict[str, Any]]:
+        """What is loaded: each plugin's name, where it came from, its version and its hooks."""
+        listing = []
+        for name, plugin in self.manager.list_name_plugin():
+            source = "builtin" if name in BUILTIN_PLUGINS else (
+                "entry point" if name in self.versions else "file")
+            listing.append({
+                "name": name,
+                "source": source,
+                "version": self.versions.get(name),
+                "hooks": sorted(hook.name for hook in self.manager.get_hookcallers(plugin) or ()),
+            })
+        for name, reason in self.not_loaded.items():
+            listing.append({"name": name, "source": "entry point" if name in self.versions else "file",
+                            "version": self.versions.get(name), "hooks": [], "not_loaded": reason})
+        return listing
+
+
+def load(settings: Any, *, third_party: bool = True) -> LoadedPlugins:
+    """The application's plugins. ``third_party=False`` loads the built-ins only (tests)."""
+    manager = pluggy.PluginManager("solarserv")
+    manager.add_hookspecs(hookspecs)
+    for name in BUILTIN_PLUGINS:
+        manager.register(importlib.import_module(name), name=name)
+    versions: dict[str, str] = {}
+    not_loaded: dict[str, str] = {}
+    if third_party:
+        versions = _load_entry_points(manager, settings.plugins_allow, not_loaded)
+        if settings.plugins_dir:
+            _load_directory(manager, Path(settings.plugins_dir), not_loaded)
+    _settle_exclusive_blocks(manager)
+    template_dirs = _plugin_template_dirs(manager, not_loaded)
+    return LoadedPlugins(manager, versions, not_loaded, template_dirs)
+
+
+def _settle_exclusive_blocks(manager: pluggy.PluginManager) -> None:
+    """One plugin per text block: a third-party one takes the block over from the built-in."""
+    for hook, block in hookspecs.EXCLUSIVE_BLOCKS.items():
+        claimants = [impl.plugin_name for impl in getattr(manager.hook, hook).get_hookimpls()]
+        third_party = [name for name in claimants if name not in BUILTIN_PLUGINS]
+        if len(third_party) > 1:
+            names = f"{', '.join(third_party[:-1])} and {third_party[-1]}"
+            raise PluginConflict(f"plugins {names} {'both' if len(third_party) == 2 else 'all'} write the {block} "
+                                 "block; keep only one of them")
+        if not third_party:
+            continue
+        for builtin in (name for name in claimants if name in BUILTIN_PLUGINS):
+            # Each built-in plugin writes one block and nothing else (tests hold that), so it can go.
+            manager.unregister(name=builtin)
+            log.info("plugin %s writes the %s block in place of the built-in %s", third_party[0], block, builtin)
+
+
+def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
+                       not_loaded: dict[str, str]) -> dict[str, str]:
+    """Register installed plugins; returns their distribution versions by plugin name."""
+    allowed = None if allow is None else {name.strip() for name in allow.split(",") if name.strip()}
+    versions = {}
+    entry_points = importlib.metadata.entry_points(group="solarserv")
+    for missing in sorted((allowed or set()) - set(entry_points.names)):
+        log.warning("SOLARSERV_PLUGINS names %s, which no installed distribution provides", missing)
+    for entry_point in entry_points:
+        if allowed is not None and entry_point.name not in allowed:
+            log.info("plugin %s not in SOLARSERV_PLUGINS; skipped", entry_point.name)
+            continue
+        if manager.get_plugin(entry_point.name) is None and entry_point.name not in not_loaded:
+            versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
+            try:
+                plugin = entry_point.load()
+            except Exception:
+                log.exception("plugin %s (%s) failed to import; left out", entry_point.name, entry_point.value)
+                not_loaded[entry_point.name] = "failed to import"
+                continue
+            _register(manager, plugin, entry_point.name, not_loaded)
+    return versions
+
+
+def _load_directory(manager: pluggy.PluginManager, directory: Path, not_loaded: dict[str, str]) -> None:
+    for path in sorted(config.existing_directory(directory, "PLUGINS_DIR").glob("*.py")):
+        if manager.get_plugin(path.stem) is not None or path.stem in not_loaded:
+            raise PluginConflict(f"plugin file {path} has the name of an installed plugin, {path.stem}; "
+                                 "rename the file (or uninstall the plugin)")
+        module = _import_file(path)
+        if module is None:
+            not_loaded[path.stem] = "failed to import"
+        else:
+            _register(manager, module, path.stem, not_loaded)
+
+
+def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_loaded: dict[str, str]) -> None:
+    """Register a third-party plugin, or leave it out (logged) when its hooks do not fit the specs."""
+    try:
+        manager.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        log.error("plugin %s left out: %s", name, exc)
+        not_loaded[name] = "hooks do not match solarserv's"
+        return
+    # A misspelled hook name would otherwise register quietly and never be called.
+    unknown = sorted(caller.name for caller in manager.get_hookcallers(plugin) or () if caller.spec is None)
+    if unknown:
+        manager.unregister(plugin)
+        log.error("plugin %s left out: %s %s no solarserv hook", name, ", ".join(unknown),
+                  "is" if len(unknown) == 1 else "are")
+        not_loaded[name] = "hooks do not match solarserv's"
+
+
+def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, str]) -> list[Path]:
+    """Each plugin's template directories; a plugin whose hook fails or answers wrongly is left out."""
+    found = []
+    for impl in manager.hook.solarserv_template_dirs.get_hookimpls():
+        try:
+            dirs = impl.function()
+            if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, (str, Path)) for d in dirs):
+                raise TypeError(f"solarserv_template_dirs must return a list of paths, got {dirs!r}")
+        except Exception:
+            log.exception("plugin %s: solarserv_template_dirs failed; its templates are left out", impl.plugin_name)
+            not_loaded[impl.plugin_name] = "template directories could not be read"
+            continue
+        found.extend(Path(d) for d in dirs)
+    return found
+
+
+def _import_file(path: Path) -> ModuleType | None:
+    """The module in a plugin file, or None (logged) when it fails to import."""
+    name = f"solarserv_plugin_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would be: dataclasses and pickling look a module up there.
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[name]
+        log.exception("plugin file %s failed to import; left out", path)
+        return None
+    return module
