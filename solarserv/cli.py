@@ -7,15 +7,17 @@ import asyncio
 import contextlib
 import ctypes
 import gc
+import importlib
 import ipaddress
 import json
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 import tornado.netutil
@@ -38,6 +40,10 @@ from solarserv.keys import (
 from solarserv.narration import TemplateLoadError
 from solarserv.plugin_manager import PluginConflict
 from solarserv.request import parse_json_fields
+
+if TYPE_CHECKING:  # imported by the commands that use them, not by every one
+    from solarserv.geo.discs import PlaceDiscs
+    from solarserv.web.console import ConsoleSecrets
 
 log = logging.getLogger("solarserv")
 
@@ -121,73 +127,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def serve(settings: Any, args: argparse.Namespace) -> int:
-    """Bind the port, fork the workers when SOLARSERV_PROCESSES > 1, then build the application in each.
+    """Check what can be checked, bind the port, fork the workers when SOLARSERV_PROCESSES > 1, then build the
+    application in each and serve until stopped.
 
     Everything holding a connection, an open file or loop state (Redis client, key store, timezone
     finder, gazetteer) is built after the fork, so no two processes share one; modules are imported
     before it, and the gazetteer's places for reverse geocoding read, so the workers share their memory.
     The console secrets are made before it too, so the one login link printed works on every worker.
-    First of all, Redis is asked whether it accepts REDIS_URL: one that refuses it stops the command.
     Each process prints the ready line once it accepts connections (N lines for N workers); the first
     also prints the console line. SIGTERM or SIGINT stops the workers cleanly, then the parent.
     """
-    from solarserv.ratelimit import redis_refusal
-    from solarserv.web.app import Services, make_app, make_server
     from solarserv.web.console import ConsoleSecrets
 
-    _check_data_dir(Path(settings.data_dir))
-    _check_key_store(settings)
-    # A Redis that refuses REDIS_URL would not mend by waiting, while every process counted on its own: a
-    # configuration error, refused like a malformed setting. A Redis that is down may come up after us.
-    if settings.redis_url and (refusal := redis_refusal(settings.redis_url)):
-        raise config.SettingsError(refusal)
-    spread_connections = settings.processes > 1 and sys.platform == "linux"  # see _worker_sockets
-    try:
-        sockets = tornado.netutil.bind_sockets(settings.port, settings.host, reuse_port=spread_connections)
-    except OSError as exc:  # in use, not this machine's address, or a name that does not resolve
-        raise config.SettingsError(f"cannot listen on HOST={settings.host!r} PORT={settings.port}: "
-                                   f"{exc.strerror or exc}") from None
-    port = sockets[0].getsockname()[1]
-    base_url = f"http://{_url_host(settings.host)}:{port}"
+    importlib.import_module("solarserv.web.app")  # the service's modules, imported before any fork (above)
+    _check_before_binding(settings)
+    sockets = _bind(settings)
     console = ConsoleSecrets.load(settings)
     worker = towns = None
     if settings.processes > 1:
-        if not settings.redis_url:
-            log.warning("%d processes without REDIS_URL: each counts requests on its own, so a client "
-                        "gets up to %d times its rate limit", settings.processes, settings.processes)
-        if settings.geocoder == "offline":
-            from solarserv.geo.offline import read_towns  # the offline geocoder's alone: not imported otherwise
-
-            towns = read_towns(Path(settings.data_dir))
-        _forward_stop_signals_to_workers()
-        # The collector writes to every object it examines, so each worker's first collections would copy
-        # the pages of everything imported: frozen, they stay shared (20 MB less per process, measured).
-        gc.freeze()
-        parent = os.getpid()
-        worker = tornado.process.fork_processes(settings.processes)  # returns only in the workers
-        _stop_with_parent(parent)
-        if spread_connections and worker > 0:
-            sockets = _worker_sockets(sockets, port, settings.host)
-
-    async def serve_until_stopped() -> None:
-        stopping = asyncio.Event()
-        for signum in STOP_SIGNALS:
-            asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
-        services = Services.build(settings, console, towns)
-        await services.limiter.check_redis()  # logs whether Redis answers before the ready line
-        server = make_server(make_app(settings, services))
-        server.add_sockets(sockets)
-        _announce(f"solarserv {solarserv.__version__} ready at {base_url}/")
-        if worker in (None, 0):
-            _announce(_console_line(console, settings.host, port))
-        await stopping.wait()
-        server.stop()
-        await server.close_all_connections()
-        await services.limiter.close()
-        services.keys.close()
-
+        worker, towns, sockets = _fork_workers(settings, sockets)
     try:
-        asyncio.run(serve_until_stopped())
+        asyncio.run(_serve_until_stopped(settings, sockets, console, towns, first_process=worker in (None, 0)))
     except KeyboardInterrupt:  # Ctrl-C before the event loop took over the signals
         pass
     # Stopping: a second signal (Ctrl-C reaches a worker directly and through the parent) must not make
@@ -195,6 +155,81 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     return 0
+
+
+def _check_before_binding(settings: Any) -> None:
+    """Refuse, before the port is bound, what would stop every worker: a data dir this user cannot write, a key
+    store it cannot use, a Redis that refuses REDIS_URL."""
+    from solarserv.ratelimit import redis_refusal
+
+    _check_data_dir(Path(settings.data_dir))
+    _check_key_store(settings)
+    # A Redis that refuses REDIS_URL would not mend by waiting, while every process counted on its own: a
+    # configuration error, refused like a malformed setting. A Redis that is down may come up after us.
+    if settings.redis_url and (refusal := redis_refusal(settings.redis_url)):
+        raise config.SettingsError(refusal)
+
+
+def _bind(settings: Any) -> list[socket.socket]:
+    """The listening sockets on HOST and PORT; a port that cannot be had is a SettingsError."""
+    try:
+        return tornado.netutil.bind_sockets(settings.port, settings.host, reuse_port=_spreads_connections(settings))
+    except OSError as exc:  # in use, not this machine's address, or a name that does not resolve
+        raise config.SettingsError(f"cannot listen on HOST={settings.host!r} PORT={settings.port}: "
+                                   f"{exc.strerror or exc}") from None
+
+
+def _spreads_connections(settings: Any) -> bool:
+    """Whether each worker listens on a socket of its own (see _worker_sockets)."""
+    return settings.processes > 1 and sys.platform == "linux"
+
+
+def _fork_workers(settings: Any, sockets: list[socket.socket]) -> tuple[int, PlaceDiscs | None, list[socket.socket]]:
+    """Fork SOLARSERV_PROCESSES workers; returns only in each of them (the parent waits, restarting a worker that
+    dies): its number, the offline gazetteer's places read once before the fork, and its listening sockets."""
+    if not settings.redis_url:
+        log.warning("%d processes without REDIS_URL: each counts requests on its own, so a client "
+                    "gets up to %d times its rate limit", settings.processes, settings.processes)
+    towns = None
+    if settings.geocoder == "offline":
+        from solarserv.geo.offline import read_towns  # the offline geocoder's alone: not imported otherwise
+
+        towns = read_towns(Path(settings.data_dir))
+    _forward_stop_signals_to_workers()
+    # The collector writes to every object it examines, so each worker's first collections would copy
+    # the pages of everything imported: frozen, they stay shared (20 MB less per process, measured).
+    gc.freeze()
+    parent = os.getpid()
+    worker = tornado.process.fork_processes(settings.processes)  # returns only in the workers
+    _stop_with_parent(parent)
+    if _spreads_connections(settings) and worker > 0:
+        sockets = _worker_sockets(sockets, settings.host)
+    return worker, towns, sockets
+
+
+async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], console: ConsoleSecrets,
+                               towns: PlaceDiscs | None, *, first_process: bool) -> None:
+    """Build the application, serve it on ``sockets`` and say so, until SIGTERM or SIGINT; then close the
+    connections, the rate limiter's Redis client and the key store. ``first_process`` also prints the
+    console line."""
+    from solarserv.web.app import Services, make_app, make_server
+
+    stopping = asyncio.Event()
+    for signum in STOP_SIGNALS:
+        asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
+    services = Services.build(settings, console, towns)
+    await services.limiter.check_redis()  # logs whether Redis answers before the ready line
+    server = make_server(make_app(settings, services))
+    server.add_sockets(sockets)
+    port = sockets[0].getsockname()[1]
+    _announce(f"solarserv {solarserv.__version__} ready at http://{_url_host(settings.host)}:{port}/")
+    if first_process:
+        _announce(_console_line(console, settings.host, port))
+    await stopping.wait()
+    server.stop()
+    await server.close_all_connections()
+    await services.limiter.close()
+    services.keys.close()
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -227,7 +262,7 @@ def _announce(line: str) -> None:
     sys.stdout.flush()
 
 
-def _worker_sockets(inherited: list, port: int, host: str) -> list:
+def _worker_sockets(inherited: list[socket.socket], host: str) -> list[socket.socket]:
     """Listening sockets of this worker's own, on the port the parent bound.
 
     On one shared listening socket, the worker that wakes first accepts every connection waiting, so
@@ -236,6 +271,7 @@ def _worker_sockets(inherited: list, port: int, host: str) -> list:
     Linux spreads new connections over them. Worker 0 keeps the inherited socket: the parent holds it
     open too, so it stays in the group and needs a worker accepting from it.
     """
+    port = inherited[0].getsockname()[1]
     for sock in inherited:
         sock.close()
     return tornado.netutil.bind_sockets(port, host, reuse_port=True)
