@@ -239,29 +239,43 @@ class OnlineGeocoder:
         return answer
 
     async def _ask(self, read: Callable[..., Result], *args: Any, may_wait: bool) -> Result:
-        """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout.
-        Any failure becomes 503 GEOCODER_UNAVAILABLE, logged as one warning line: geopy parses the JSON
-        inside the call, so an answer of an unexpected shape fails there as often as in our reading. After
-        a rate-limit refusal the provider is not asked again until the pause it asked for is over: each
-        503 meanwhile says how long is left, as Retry-After.
-
-        Calls start at least ``interval`` apart, each in the first free turn: a call that ``may_wait``
-        waits for its turn, within the timeout; one that may not (a town, for display only) is a 503 at
-        once unless its turn is now, so that names never wait behind towns."""
-        now = time.monotonic()
-        paused = self._paused_until - now
-        if paused > 0:
-            raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=paused)
-        wait = max(0.0, self._next_call - now)
-        if wait and (not may_wait or wait >= self.timeout):
-            raise _unavailable(self.name, f"is asked at most once every {self.interval:g} s, and its turns for the "
-                               f"next {math.ceil(wait):d} s are taken", retry_after=wait - self.timeout)
-        self._next_call = now + wait + self.interval
+        """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout, unless
+        the provider's rate-limit refusal still holds or no turn is free in time (``may_wait``: see
+        ``_take_turn``). Every refusal and failure is a 503 GEOCODER_UNAVAILABLE; a refusal's ``retry_after``
+        is the seconds after which the same call would be made."""
+        self._check_not_paused()
+        wait = self._take_turn(may_wait)
         if wait:
             await asyncio.sleep(wait)
+        return await self._call(read, *args, seconds=self.timeout - wait)
+
+    def _check_not_paused(self) -> None:
+        """After a rate-limit refusal the provider is not asked again until the pause it asked for is over."""
+        paused = self._paused_until - time.monotonic()
+        if paused > 0:
+            raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=paused)
+
+    def _take_turn(self, may_wait: bool) -> float:
+        """Take this call's turn, and return the seconds until it comes. Calls start at least ``interval`` apart,
+        each in the first free turn: a call that ``may_wait`` waits for its turn within the timeout; one that
+        may not (a town, for display only) is refused unless its turn is now, so that names never wait
+        behind towns."""
+        now = time.monotonic()
+        wait = max(0.0, self._next_call - now)
+        longest_wait = self.timeout if may_wait else 0.0
+        if wait and wait >= longest_wait:
+            raise _unavailable(self.name, f"is asked at most once every {self.interval:g} s, and its turns for the "
+                               f"next {math.ceil(wait):d} s are taken", retry_after=wait - longest_wait)
+        self._next_call = now + wait + self.interval
+        return wait
+
+    async def _call(self, read: Callable[..., Result], *args: Any, seconds: float) -> Result:
+        """`read(*args)` in a worker thread, given ``seconds``. Any failure becomes a 503, logged as one warning
+        line: geopy parses the JSON inside the call, so an answer of an unexpected shape fails there as often
+        as in our reading. A rate-limit refusal pauses the provider (``_check_not_paused``)."""
         call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
-            return await asyncio.wait_for(call, self.timeout - wait)
+            return await asyncio.wait_for(call, seconds)
         except TimeoutError:
             log.warning("geocoder %s gave no answer in %g s", self.name, self.timeout)
             raise _unavailable(self.name, "gave no answer in time") from None
