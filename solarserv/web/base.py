@@ -1,7 +1,10 @@
 """Handler base classes: security headers, and the one place an error becomes a response.
 
-BaseHandler → ApiHandler (JSON, error envelope, identity and rate limits in ``prepare``)
-            → PageHandler (HTML pages; see the console and public page modules).
+BaseHandler → ApiHandler (JSON, error envelope, identity and rate limits in ``prepare``): the API's handlers
+              (web/api.py) and NotFoundHandler below, the application's last route
+            → console.ConsoleHandler (HTML pages with XSRF-checked forms and a session): the console's handlers
+            → page.CalculatorPageHandler: the public calculator page at /
+            → app.StaticFiles: /static/, Tornado's file serving
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ SECURITY_HEADERS = {
 }
 
 
-class PageHandler(BaseHandler):
+class CalculatorPageHandler(BaseHandler):
     """Serves page.html. Its query string (the share link) is for the page's script, not for the server."""
 
     def set_default_headers(self) -> None:
@@ -34,5 +34,5 @@ class PageHandler(BaseHandler):
 
 
 routes = [
-    (r"/", PageHandler),
+    (r"/", CalculatorPageHandler),
 ]
