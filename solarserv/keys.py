@@ -331,11 +331,11 @@ class KeyStore:
 
 def checked_key_fields(label: str, tier: str, rpm: int | None) -> tuple[str, str, int]:
     """The label, tier name and rpm a new key gets, or a KeyStoreError saying what is wrong with them."""
-    spec = tier_named(tier)
-    return _checked_label(label), spec.name, checked_rpm(spec, rpm)
+    spec = _tier_named(tier)
+    return _checked_label(label), spec.name, _checked_rpm(spec, rpm)
 
 
-def tier_named(name: str) -> Tier:
+def _tier_named(name: str) -> Tier:
     """The tier called ``name``, or by one of the spec's other names (TIER_ALIASES)."""
     tier = TIERS.get(TIER_ALIASES.get(name, name))
     if tier is None:
@@ -344,7 +344,7 @@ def tier_named(name: str) -> Tier:
     return tier
 
 
-def checked_rpm(tier: Tier, rpm: int | None) -> int:
+def _checked_rpm(tier: Tier, rpm: int | None) -> int:
     """The rpm a key of ``tier`` gets: the tier's fixed value, or the one chosen within its range."""
     if rpm is None:
         if tier.rpm_is_chosen:

@@ -325,9 +325,6 @@ class Gazetteer:
                                 limit=limit, score_cutoff=75)
         return [self._suggestion_names[key] for key, _score, _index in close]
 
-    def meta(self) -> dict[str, str]:
-        return dict(self._db.execute("SELECT key, value FROM meta"))
-
 
 # In the order of Place's fields.
 _PLACE_COLUMNS = "p.display_name, p.latitude, p.longitude, p.country_code, p.population, p.timezone"

@@ -81,7 +81,8 @@ def skyfield_time(instant: dt.datetime) -> Time:
 
 
 def ut1_minus_utc_seconds(instant: dt.datetime) -> float:
-    """UT1 − UTC in seconds as ``skyfield_time`` uses it: from the IERS table, else 0."""
+    """UT1 − UTC in seconds as ``skyfield_time`` uses it: from the IERS table, else 0. (The tests hold the
+    engines to outside references with it, by the same rule.)"""
     if _in_iers_table(instant):
         return float(timescale().from_datetime(instant).dut1)
     return 0.0
