@@ -95,8 +95,10 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
         if not request.body:
             return None
         try:
+            # Without the headers: Tornado would refuse any Content-Encoding, "identity" too, which
+            # _unsupported_encoding has let through as the only one meaning "as sent".
             tornado.httputil.parse_body_arguments(request.headers.get("Content-Type", ""), request.body,
-                                                  request.body_arguments, request.files, request.headers)
+                                                  request.body_arguments, request.files)
         except tornado.httputil.HTTPInputError as exc:
             return malformed(f"Invalid body: {exc}")
         for name, values in request.body_arguments.items():
