@@ -39,7 +39,7 @@ from solarserv.keys import (
 )
 from solarserv.narration import TemplateLoadError
 from solarserv.plugin_manager import PluginConflict
-from solarserv.request import parse_json_fields
+from solarserv.request import FIELD_NAMES, parse_query_fields
 
 if TYPE_CHECKING:  # imported by the commands that use them, not by every one
     from solarserv.geo.discs import PlaceDiscs
@@ -61,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings)
     try:
         return args.command(settings, args)
+    except BrokenPipeError:
+        # The reader went away (`solarserv plugins | head -1`): stop quietly, as other commands in a pipe do. Later
+        # writes, Python's own flush at exit among them, go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (KeyStoreError, KeyStoreBusy, KeyStoreUnusable) as exc:
         # The key store refused, was locked or cannot be used, in any command: one line in its words.
         print(f"error: {exc}", file=sys.stderr)
@@ -89,8 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     calc_parser = commands.add_parser("calc", help="compute one result, as the API would")
     calc_parser.add_argument("--date", required=True, help="YYYY-MM-DD")
     calc_parser.add_argument("--time", required=True, dest="local_time", help="HH:MM or HH:MM:SS, civil time")
-    calc_parser.add_argument("--lat", type=float, dest="latitude", help="decimal degrees, north positive")
-    calc_parser.add_argument("--lon", type=float, dest="longitude", help="decimal degrees, east positive")
+    calc_parser.add_argument("--lat", dest="latitude", help="decimal degrees, north positive")
+    calc_parser.add_argument("--lon", dest="longitude", help="decimal degrees, east positive")
     calc_parser.add_argument("--place", dest="place_name", help="a place name instead of coordinates")
     calc_parser.add_argument("--json", action="store_true", help="print the exact API JSON")
     calc_parser.set_defaults(command=calc)
@@ -238,6 +243,8 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 def _check_data_dir(directory: Path) -> None:
     """Create the data dir if missing; refuse one this process cannot write before binding anything (the
     key store, the console secret and the gazetteer index all live there)."""
+    if directory.exists() and not directory.is_dir():  # which mkdir would call "File exists"
+        raise config.SettingsError(f"SOLARSERV_DATA_DIR={str(directory)!r}: is a file, not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -341,10 +348,10 @@ def _url_host(host: str) -> str:
 def calc(settings: Any, args: argparse.Namespace) -> int:
     from solarserv.pipeline import Pipeline
 
-    fields = {name: getattr(args, name) for name in ("place_name", "latitude", "longitude")}
-    fields.update(date=args.date, local_time=args.local_time)
+    # Every flag is text, as the GET alias's query parameters are: read the same way, numbers exact.
+    fields = {name: getattr(args, name) for name in FIELD_NAMES}
     try:
-        query = parse_json_fields({name: value for name, value in fields.items() if value is not None})
+        query = parse_query_fields({name: [value.encode()] for name, value in fields.items() if value is not None})
         result = asyncio.run(Pipeline.build(settings).run(query))
     except ApiError as error:
         if args.json:

@@ -111,7 +111,7 @@ def _optional_string(fields: Mapping[str, Any], name: str) -> str | None:
 
 def _json_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
     """A number as JSON decodes it for the API (api._decode_json: a Decimal, exact whatever its size), or as a
-    Python caller gives it (the CLI: int or float)."""
+    Python caller gives it (int or float)."""
     value = fields.get(name)
     if value is None:
         return None

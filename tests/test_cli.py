@@ -13,6 +13,8 @@ import re
 import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.parse
 import urllib.request
 from urllib.parse import urlsplit
 
@@ -58,6 +60,27 @@ def test_calc_error_is_the_envelope_message_and_a_failing_status(capsys, data_di
     status, out, _ = run(capsys, data_dir, "calc", "--lat", "95", "--lon", "0", "--date", "2026-07-14",
                          "--time", "12:00", "--json")
     assert status == 1 and json.loads(out)["error"]["code"] == "INVALID_REQUEST"
+
+
+@pytest.mark.parametrize("latitude,longitude", [("1e400", "2"), ("0.5", "180.0000000000000001"), ("95", "2"),
+                                                ("forty", "2")])
+def test_calc_reads_coordinates_as_the_api_does(live_server, capsys, data_dir, latitude, longitude):
+    # As text, exactly: a float would read 180.0000000000000001 as 180 and 1e400 as infinity.
+    status, out, _ = run(capsys, data_dir, "calc", "--lat", latitude, "--lon", longitude, "--date", "2026-07-14",
+                         "--time", "12:00", "--json")
+    query = urllib.parse.urlencode({"date": "2026-07-14", "local_time": "12:00", "latitude": latitude,
+                                    "longitude": longitude})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{live_server}/api/v1/solar-time?{query}")
+    assert status == 1 and json.loads(out) == json.load(refused.value)
+
+
+def test_a_reader_that_goes_away_stops_a_command_quietly(data_dir):
+    command = subprocess.Popen([sys.executable, "-m", "solarserv", "plugins", "--data-dir", str(data_dir)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    command.stdout.close()  # before the command writes: as `solarserv plugins | head -0`
+    _, err = command.communicate(timeout=60)
+    assert command.returncode == 1 and b"Traceback" not in err and b"BrokenPipe" not in err, err
 
 
 def test_plugins_lists_the_builtins_and_their_hooks(capsys, data_dir):
@@ -241,6 +264,10 @@ def test_a_data_dir_that_cannot_be_made_stops_serve_before_it_binds(capsys, tmp_
     err = capsys.readouterr().err
     assert status == 2 and "Traceback" not in err
     assert "SOLARSERV_DATA_DIR=" in err and "a-file/var': cannot be created (Not a directory)" in err
+    status = main(["serve", "--port", "0", "--data-dir", str(tmp_path / "a-file")])
+    assert status == 2
+    assert capsys.readouterr().err.strip().endswith(f"SOLARSERV_DATA_DIR='{tmp_path / 'a-file'}': is a file, not a "
+                                                    "directory")
 
 
 @pytest.fixture
