@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import solarserv
 from solarserv import config
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -90,3 +91,13 @@ async def test_each_readme_api_example_is_the_services_answer(api, method, url, 
     reply = await api(url, method=method, body=body,
                       headers={"Content-Type": "application/json"} if body else None)
     assert_matches(parse_elided(answer), reply.json())
+
+
+def test_the_code_map_names_every_module():
+    section = README.split("<!-- section:code -->")[1].split("<!-- section:")[0]
+    package = Path(solarserv.__file__).parent
+    modules = {path.relative_to(package).as_posix() for path in package.rglob("*.py")
+               if path.name not in {"__init__.py", "__main__.py"}}
+    unnamed = {module for module in modules
+               if f"`{module}`" not in section and f"`{module.rpartition('/')[2]}`" not in section}
+    assert not unnamed, f"README 'Reading the code' does not name {sorted(unnamed)}"
