@@ -306,6 +306,31 @@ def test_errors_are_shown_in_the_page(visit):
     visit.assert_clean(expected_statuses={400, 404})
 
 
+@pytest.mark.parametrize(("latitude", "longitude", "missing"), [("10", "", "longitude"), ("", "10", "latitude"),
+                                                                 ("", "", "latitude")])
+def test_a_coordinate_left_out_is_the_field_marked_and_focused(visit, latitude, longitude, missing):
+    # The messages name both coordinates, or place_name first ("Give either place_name, or latitude and
+    # longitude."), a field hidden in this mode: the one to correct is the one left empty.
+    page = visit.page
+    page.goto(visit.base_url + "/")
+    page.get_by_label("By coordinates").check()
+    page.get_by_label("Latitude").fill(latitude)
+    page.get_by_label("Longitude").fill(longitude)
+    page.get_by_label("Date").fill("2026-07-14")
+    page.get_by_label("Clock time").fill("14:30:00")
+    page.get_by_label("Clock time").press("Enter")
+    page.locator("#problem").wait_for(state="visible")
+    status, refusal = api_get(visit.base_url, {"date": "2026-07-14", "local_time": "14:30:00",
+                                               **({"latitude": latitude} if latitude else {}),
+                                               **({"longitude": longitude} if longitude else {})})
+    assert status == 400 and shown(page, "#problem") == refusal["error"]["message"]
+    invalid = page.evaluate("[...document.querySelectorAll('[aria-invalid=true]')].map((field) => field.id)")
+    assert invalid == [missing]
+    assert page.get_attribute(f"#{missing}", "aria-describedby") == f"{missing}-hint problem"
+    assert page.evaluate("document.activeElement.id") == missing
+    visit.assert_clean(expected_statuses={400})
+
+
 def test_a_date_or_time_the_browser_cannot_read_is_refused_not_taken_for_now(visit):
     # A date input with its year left out has the value "", which the page otherwise reads as "today".
     page = paris_by_coordinates(visit)

@@ -201,15 +201,20 @@ function clearProblem() {
 // Refusals that name no field in their message, and the field they are about.
 const FIELD_OF_CODE = { PLACE_NOT_FOUND: "place_name", TIMEZONE_RESOLUTION_FAILED: "latitude" };
 
-/** The visible form field an API refusal is about: by its code, else the first field its message names. */
+/** The shown form field an API refusal is about: by its code; for a refused value (INVALID_REQUEST), the
+first shown field its message names that was left empty (an empty field is not sent, so it is the one
+missing: "…; longitude is missing"), else the first one it names. The other mode's fields are hidden, and
+other refusals (a busy geocoder, a rate limit) are about no field, whatever their message mentions. */
 function fieldOfProblem(error) {
+  const shown = (field) => (field && !field.closest("[hidden]") ? field : null);
+  if (FIELD_OF_CODE[error.code]) return shown(form.elements[FIELD_OF_CODE[error.code]]);
+  if (error.code !== "INVALID_REQUEST") return null;
   const named = QUERY_FIELDS
-    .map((name) => [name, error.message.search(new RegExp(`\\b${name}\\b`))])
-    .filter(([, at]) => at >= 0)
-    .sort((a, b) => a[1] - b[1]);
-  const name = FIELD_OF_CODE[error.code] ?? (named.length ? named[0][0] : null);
-  const field = name ? form.elements[name] : null;
-  return field && !field.closest("[hidden]") ? field : null;
+    .map((name) => [shown(form.elements[name]), error.message.search(new RegExp(`\\b${name}\\b`))])
+    .filter(([field, at]) => field && at >= 0)
+    .sort((a, b) => a[1] - b[1])
+    .map(([field]) => field);
+  return named.find((field) => !field.value.trim()) ?? named[0] ?? null;
 }
 
 /** A date or time field the browser could not read (a year left out, 30 February, no AM/PM): its value
