@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Playwright
+from playwright.sync_api import Browser, Playwright, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -23,3 +25,14 @@ def launch_chromium(playwright: Playwright) -> Browser:
                     "-y chromium` (scripts/test does when apt-get is usable), or set "
                     "SOLARSERV_SKIP_BROWSER=1 to skip them.")
     return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+
+
+@contextlib.contextmanager
+def running_chromium() -> Iterator[Browser]:
+    """Headless Chromium for a test module's tests (launch_chromium). For a module, not the session: Playwright's
+    sync API keeps an asyncio loop running in this thread while it is open, and the Tornado tests in later
+    modules need to run their own."""
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()

@@ -20,9 +20,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
-from browsers import launch_chromium
+from browsers import running_chromium
 from counters import UnusedMinuteClock
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 from servers import serving_in_thread
 
 from solarserv.formatting import duration
@@ -43,12 +43,8 @@ NETWORK_LOG = re.compile(r"Failed to load resource: the server responded with a 
 
 @pytest.fixture(scope="module")
 def browser():
-    # Module scope, not session: Playwright's sync API keeps an asyncio loop running in this thread while
-    # it is open, and the Tornado tests in later modules need to run their own.
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
+    with running_chromium() as browser:
         yield browser
-        browser.close()
 
 
 @dataclasses.dataclass
