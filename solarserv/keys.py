@@ -79,7 +79,12 @@ _MAX_KEY_ID = 2**63 - 1
 
 
 class KeyStoreError(ValueError):
-    """A key cannot be issued or found as asked; the message says why, for the console and the CLI."""
+    """A key cannot be issued or found as asked; the message says why, for the console and the CLI. ``field``:
+    the key's field it is about (label, tier or rpm), which the console's form marks and focuses."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class KeyStoreBusy(Exception):
@@ -340,7 +345,7 @@ def _tier_named(name: str) -> Tier:
     tier = TIERS.get(TIER_ALIASES.get(name, name))
     if tier is None:
         raise KeyStoreError(f"Unknown tier {name!r}; the tiers are "
-                            + "; ".join(t.describe() for t in TIERS.values()) + ".")
+                            + "; ".join(t.describe() for t in TIERS.values()) + ".", field="tier")
     return tier
 
 
@@ -348,22 +353,24 @@ def _checked_rpm(tier: Tier, rpm: int | None) -> int:
     """The rpm a key of ``tier`` gets: the tier's fixed value, or the one chosen within its range."""
     if rpm is None:
         if tier.rpm_is_chosen:
-            raise KeyStoreError(f"A {tier.name} key needs its rpm chosen, {tier.min_rpm} to {tier.max_rpm}.")
+            raise KeyStoreError(f"A {tier.name} key needs its rpm chosen, {tier.min_rpm} to {tier.max_rpm}.",
+                                field="rpm")
         return tier.min_rpm
     if not tier.min_rpm <= rpm <= tier.max_rpm:
-        raise KeyStoreError(f"A {tier.name} key has {tier.allowance()}; {rpm} is not allowed.")
+        raise KeyStoreError(f"A {tier.name} key has {tier.allowance()}; {rpm} is not allowed.", field="rpm")
     return rpm
 
 
 def _checked_label(label: str) -> str:
     label = label.strip()
     if not label:
-        raise KeyStoreError("A key needs a label saying whose it is.")
+        raise KeyStoreError("A key needs a label saying whose it is.", field="label")
     if len(label) > LABEL_MAX_LENGTH:
-        raise KeyStoreError(f"A label is at most {LABEL_MAX_LENGTH} characters; this one has {len(label)}.")
+        raise KeyStoreError(f"A label is at most {LABEL_MAX_LENGTH} characters; this one has {len(label)}.",
+                            field="label")
     if has_hidden_characters(label):
         raise KeyStoreError("A label cannot contain control characters (newlines, tabs, …), bytes that are "
-                            "not UTF-8, line separators or bidirectional overrides.")
+                            "not UTF-8, line separators or bidirectional overrides.", field="label")
     return label
 
 

@@ -309,6 +309,9 @@ async def test_login_attempts_are_limited_per_client(browser):
     reply = await browser.post("/console/login", {"token": ADMIN_TOKEN})  # even the right one, now
     assert reply.code == 429 and 1 <= int(reply.headers["Retry-After"]) <= 60
     assert "Too many login attempts" in browser.text(reply)
+    # Said beside the token field, which is not marked wrong: the token may well be right.
+    assert 'aria-describedby="token-hint login-error"' in browser.text(reply)
+    assert "aria-invalid" not in browser.text(reply)
     assert SESSION_COOKIE not in browser.cookies
 
 

@@ -82,3 +82,43 @@ def test_the_key_list_fits_a_320_px_screen_only_the_table_scrolling(browser, con
         # The table does not fit, and scrolls within its own box: every column stays reachable.
         table_width, shown_width = widths(page, ".table-wrap")
         assert table_width > shown_width
+
+
+def focused_id(page: Page) -> str:
+    return page.evaluate("document.activeElement.id")
+
+
+def test_a_refused_key_is_told_at_the_field_it_is_about_which_takes_the_cursor(browser, console_url, keys):
+    with console_page(browser, console_url) as page:
+        page.get_by_label("Label").fill("Observatory")
+        page.get_by_label("Tier").select_option("pro")
+        page.get_by_role("button", name="Create key").click()
+        error = page.get_by_role("alert")
+        assert error.inner_text() == "A pro key needs its rpm chosen, 120 to 300."
+        assert page.title() == "Error: API keys · solarserv console"
+        assert focused_id(page) == "rpm"
+        rpm = page.locator("#rpm")
+        assert rpm.get_attribute("aria-invalid") == "true"
+        assert error.get_attribute("id") in rpm.get_attribute("aria-describedby").split()
+        assert page.locator("[aria-invalid]").count() == 1
+        # Asked again with the rpm but a blank label (which the browser lets through): the label is marked.
+        page.get_by_label("Label").fill("   ")
+        page.get_by_label("RPM").fill("200")
+        page.get_by_role("button", name="Create key").click()
+        page.get_by_text("A key needs a label saying whose it is.").wait_for()
+        assert focused_id(page) == "label" and page.locator("[aria-invalid]").count() == 1
+    assert keys.all() == []
+
+
+def test_a_wrong_admin_token_is_told_at_the_token_field_which_keeps_the_cursor(browser, console_url):
+    with console_page(browser, console_url, logged_in=False) as page:
+        assert page.title() == "Log in · solarserv console" and focused_id(page) == "token"
+        assert page.get_attribute("#token", "aria-invalid") is None
+        page.get_by_label("Admin token").fill(ADMIN_TOKEN + "x")
+        page.get_by_label("Admin token").press("Enter")
+        error = page.get_by_role("alert")
+        assert error.inner_text() == "That is not the admin token."
+        assert page.title() == "Error: Log in · solarserv console"
+        assert focused_id(page) == "token"
+        assert page.get_attribute("#token", "aria-invalid") == "true"
+        assert page.get_attribute("#token", "aria-describedby").split() == ["token-hint", error.get_attribute("id")]

@@ -209,7 +209,7 @@ class LoginHandler(ConsoleHandler):
             self._login_page(f"Too many login attempts from your address; try again in "
                              f"{attempts.retry_after} seconds.", status=429)
         elif not hmac.compare_digest(token.encode(), self.services.console.admin_token.encode()):
-            self._login_page("That is not the admin token.", status=403)
+            self._login_page("That is not the admin token.", status=403, token_refused=True)
         else:
             session_id = self.services.keys.start_session(SESSION_DAYS * 24 * 3600)
             self.set_signed_cookie(SESSION_COOKIE, self.services.console.session_cookie(session_id),
@@ -218,9 +218,10 @@ class LoginHandler(ConsoleHandler):
             # Also drops the token from the address bar: the browser lands on a clean URL.
             self.redirect(local_path(self.get_argument("next", None)), status=303)
 
-    def _login_page(self, message: str | None = None, status: int = 200) -> None:
+    def _login_page(self, message: str | None = None, status: int = 200, token_refused: bool = False) -> None:
+        """``token_refused``: the token field is marked invalid (a refusal for too many attempts is not its fault)."""
         self.set_status(status)
-        self.render("console_login.html", message=message,
+        self.render("console_login.html", message=message, token_refused=token_refused,
                     next_path=local_path(self.get_argument("next", None)))
 
     def _over_https(self) -> bool:
@@ -256,15 +257,15 @@ class KeysHandler(ConsoleHandler):
             issued = self.services.keys.create(form["label"], form["tier"], rpm)
         except KeyStoreError as exc:
             self.set_status(400)
-            await self._keys_page(error=str(exc), form=form)
+            await self._keys_page(error=str(exc), error_field=exc.field, form=form)
             return
         await self._keys_page(new_key=issued.key, new_record=issued.record)
 
     async def _keys_page(self, **shown: Any) -> None:
         keys = self.services.keys.all()
         counts = await self.services.limiter.current_counts([key_counter(key) for key in keys])
-        page = {"error": None, "form": {"label": "", "tier": "free", "rpm": ""}, "new_key": None,
-                "new_record": None, **shown}
+        page = {"error": None, "error_field": None, "form": {"label": "", "tier": "free", "rpm": ""},
+                "new_key": None, "new_record": None, **shown}
         self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
                     tiers=TIERS.values(), **page)
 
@@ -287,7 +288,7 @@ def _form_rpm(rpm: str) -> int | None:
         return None
     if not (rpm.isascii() and rpm.isdigit()) or len(rpm) > _RPM_MAX_DIGITS:
         raise KeyStoreError(f"RPM must be a whole number of requests per minute (at most {_RPM_MAX_DIGITS} "
-                            f"digits), not {rpm[:20]!r}.")
+                            f"digits), not {rpm[:20]!r}.", field="rpm")
     return int(rpm)
 
 
