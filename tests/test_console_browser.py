@@ -122,3 +122,23 @@ def test_a_wrong_admin_token_is_told_at_the_token_field_which_keeps_the_cursor(b
         assert focused_id(page) == "token"
         assert page.get_attribute("#token", "aria-invalid") == "true"
         assert page.get_attribute("#token", "aria-describedby").split() == ["token-hint", error.get_attribute("id")]
+
+
+def contrast(one: str, other: str) -> float:
+    """WCAG's contrast ratio of two computed colours, "rgb(r, g, b)"."""
+
+    def luminance(colour: str) -> float:
+        channels = [int(part) / 255 for part in colour[colour.index("(") + 1:colour.index(")")].split(",")[:3]]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    lighter, darker = sorted((luminance(one), luminance(other)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def test_the_edges_of_the_form_fields_stand_out_from_the_card(browser, console_url):
+    with console_page(browser, console_url) as page:
+        card = page.eval_on_selector(".card", "(card) => getComputedStyle(card).backgroundColor")
+        for field in ("#label", "#tier", "#rpm"):
+            edge = page.eval_on_selector(field, "(field) => getComputedStyle(field).borderTopColor")
+            assert contrast(edge, card) >= 3, field  # WCAG 1.4.11, non-text contrast
