@@ -142,3 +142,16 @@ def test_the_edges_of_the_form_fields_stand_out_from_the_card(browser, console_u
         for field in ("#label", "#tier", "#rpm"):
             edge = page.eval_on_selector(field, "(field) => getComputedStyle(field).borderTopColor")
             assert contrast(edge, card) >= 3, field  # WCAG 1.4.11, non-text contrast
+
+
+def test_the_create_button_keeps_its_text_contrast_when_hovered(browser, console_url):
+    with console_page(browser, console_url) as page:
+        button = page.get_by_role("button", name="Create key")
+        colours = "(button) => ['color', 'backgroundColor', 'filter'].map((name) => getComputedStyle(button)[name])"
+        text, background, effect = button.evaluate(colours)
+        button.hover()
+        hovered_text, hovered_background, hovered_effect = button.evaluate(colours)
+    # No filter over the colours (a brightness filter lightened the hovered button to 4.2:1): they are as shown.
+    assert effect == hovered_effect == "none"
+    assert contrast(text, background) >= 4.5 and contrast(hovered_text, hovered_background) >= 4.5  # WCAG 1.4.3
+    assert hovered_background != background  # hovering still shows
