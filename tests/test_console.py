@@ -562,6 +562,14 @@ async def test_every_input_is_labelled_and_every_action_is_a_button(browser, key
         assert audit.clickable_non_buttons == 0
 
 
+async def test_the_login_and_key_pages_each_have_one_main_heading(browser):
+    login_page = browser.text(await browser.get("/console/login"))
+    await browser.log_in()
+    keys_page = browser.text(await browser.get("/console"))
+    for page, heading in ((login_page, "Log in"), (keys_page, "API keys")):
+        assert re.findall(r"<h1[^>]*>(.*?)</h1>", page) == [heading]
+
+
 async def test_the_console_files_are_served_from_the_service(browser):
     page = browser.text(await browser.get("/console/login"))
     # The icon is linked, so a browser does not ask for /favicon.ico (an unknown path, which counts
