@@ -19,6 +19,7 @@ from counters import UnusedMinuteClock
 from solarserv.ratelimit import RateLimiter
 from solarserv.solar import curves
 from solarserv.web.app import Services, make_app
+from solarserv.web.page import PageHandler
 
 SHARE_QUERY = {"date": "2026-07-14", "local_time": "14:30:00", "latitude": "39.47", "longitude": "75.99"}
 # Tornado takes the type from Python's mimetypes, which names JavaScript either way depending on the system.
@@ -182,6 +183,30 @@ async def test_a_method_the_page_and_its_files_do_not_answer_is_405_naming_those
     reply = await api(path, method, None if method == "DELETE" else "x=1")
     assert reply.status == 405  # not the 403 of a form without its XSRF token: no form posts here
     assert reply.headers["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize(("method", "path", "heading"), [("POST", "/", "405 Method Not Allowed"),
+                                                       ("GET", "/static/nope.css", "404 Not Found")])
+async def test_the_page_and_its_files_answer_an_error_with_a_page_of_the_services_own(api, method, path, heading):
+    reply = await api(path, method, "x=1" if method == "POST" else None)
+    page = reply.body.decode()
+    assert reply.status == int(heading[:3]) and reply.headers["Content-Type"].startswith("text/html")
+    assert '<html lang="en">' in page and "<main>" in page
+    assert re.findall(r"<title>(.*?)</title>", page) == [f"{heading} · solarserv"]
+    assert re.findall(r"<h1>(.*?)</h1>", page) == [heading]
+    assert '<a href="/">' in page  # a way back
+
+
+async def test_a_failure_inside_the_page_shows_no_traceback_even_with_tornados_debug_setting(api, app, monkeypatch):
+    def fail(handler):
+        raise RuntimeError("a detail for the server's log only")
+
+    monkeypatch.setattr(PageHandler, "get", fail)
+    app.settings["serve_traceback"] = True  # Tornado's own error page would then show the traceback
+    reply = await api("/")
+    page = reply.body.decode()
+    assert reply.status == 500 and re.findall(r"<h1>(.*?)</h1>", page) == ["500 Internal Server Error"]
+    assert "Traceback" not in page and "a detail" not in page
 
 
 async def test_head_of_the_page_is_its_get_without_the_body(api):

@@ -89,8 +89,11 @@ class BaseHandler(tornado.web.RequestHandler):
         super().send_error(exception.status if isinstance(exception, ApiError) else status_code, **kwargs)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """The service's own HTML error page, for the public page and its static files (the API and the console
+        write their own): Tornado's has no language, heading or way back, and a traceback under its debug
+        settings. Never one here; BaseHandler.log_exception has logged it on the server."""
         self.set_allow_header(status_code)
-        super().write_error(status_code, **kwargs)
+        self.render("error.html", status=status_code, reason=tornado.web.httputil.responses.get(status_code, "Error"))
 
     def set_allow_header(self, status: int) -> None:
         """A 405 names the methods this handler answers (RFC 9110 §15.5.6): those it defines, and HEAD with
