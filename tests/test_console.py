@@ -15,8 +15,6 @@ from urllib.parse import urlencode
 import pytest
 import tornado.httpclient
 import tornado.web
-from browsers import launch_chromium
-from playwright.sync_api import sync_playwright
 from servers import serving_in_thread
 from writers import another_process_writing
 
@@ -459,31 +457,6 @@ async def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(browser
     refused = await browser.post("/console", {"label": "Builder", "tier": "builder", "rpm": "30"})
     assert refused.code == 400
     assert "A builder key has 60 requests per minute; 30 is not allowed." in browser.text(refused)
-
-
-@pytest.mark.browser
-def test_the_rpm_field_is_enabled_for_the_tiers_that_take_one_in_a_real_browser(settings, services, monkeypatch):
-    """console.js, in headless Chromium: the field follows the data the page carries, for any tier table."""
-    monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
-    build = lambda: Services(settings=settings, pipeline=services.pipeline, limiter=RateLimiter())  # noqa: E731
-    # Chromium for this test only: Playwright's sync API holds an event loop in this thread while it is open.
-    with serving_in_thread(settings, build) as base_url, sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        try:
-            page = chromium.new_page()
-            errors = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(f"{base_url}/console/login?" + urlencode({"token": ADMIN_TOKEN}))
-            field = page.locator("#rpm")
-            seen = {}
-            for tier in ("pro", "free", "team", "builder"):
-                page.select_option("#tier", tier)
-                seen[tier] = (field.is_enabled(), field.get_attribute("min"), field.get_attribute("max"))
-        finally:
-            chromium.close()
-    assert errors == []
-    assert seen["pro"] == (True, "120", "300") and seen["team"] == (True, "20", "40")
-    assert not seen["free"][0] and not seen["builder"][0]
 
 
 async def test_labels_are_escaped(browser, keys):

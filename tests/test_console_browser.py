@@ -17,7 +17,7 @@ from browsers import running_chromium
 from playwright.sync_api import Page
 from servers import serving_in_thread
 
-from solarserv.keys import KeyStore
+from solarserv.keys import TIERS, KeyStore, Tier
 from solarserv.ratelimit import RateLimiter
 from solarserv.web.app import Services
 
@@ -82,6 +82,19 @@ def test_the_key_list_fits_a_320_px_screen_only_the_table_scrolling(browser, con
         # The table does not fit, and scrolls within its own box: every column stays reachable.
         table_width, shown_width = widths(page, ".table-wrap")
         assert table_width > shown_width
+
+
+def test_the_rpm_field_is_enabled_for_the_tiers_that_take_one(browser, console_url, monkeypatch):
+    """console.js: the field follows the data the page carries, for any tier table."""
+    monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
+    with console_page(browser, console_url) as page:
+        field = page.locator("#rpm")
+        seen = {}
+        for tier in ("pro", "free", "team", "builder"):
+            page.select_option("#tier", tier)
+            seen[tier] = (field.is_enabled(), field.get_attribute("min"), field.get_attribute("max"))
+    assert seen["pro"] == (True, "120", "300") and seen["team"] == (True, "20", "40")
+    assert not seen["free"][0] and not seen["builder"][0]
 
 
 def focused_id(page: Page) -> str:
