@@ -19,7 +19,7 @@ from counters import UnusedMinuteClock
 from solarserv.ratelimit import RateLimiter
 from solarserv.solar import curves
 from solarserv.web.app import Services, make_app
-from solarserv.web.page import PageHandler
+from solarserv.web.page import CalculatorPageHandler
 
 SHARE_QUERY = {"date": "2026-07-14", "local_time": "14:30:00", "latitude": "39.47", "longitude": "75.99"}
 # Tornado takes the type from Python's mimetypes, which names JavaScript either way depending on the system.
@@ -201,7 +201,7 @@ async def test_a_failure_inside_the_page_shows_no_traceback_even_with_tornados_d
     def fail(handler):
         raise RuntimeError("a detail for the server's log only")
 
-    monkeypatch.setattr(PageHandler, "get", fail)
+    monkeypatch.setattr(CalculatorPageHandler, "get", fail)
     app.settings["serve_traceback"] = True  # Tornado's own error page would then show the traceback
     reply = await api("/")
     page = reply.body.decode()
