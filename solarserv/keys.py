@@ -277,6 +277,19 @@ class KeyStore:
         return [ApiKey(**row) for row in self._db.query("select * from keys order by id")]
 
     @_explained
+    def newest(self, limit: int, offset: int = 0, containing: str = "") -> tuple[list[ApiKey], int]:
+        """One page of keys, newest first, and how many there are in all: every key, or those whose label or
+        preview holds ``containing`` (ASCII letters in any case, as SQLite's LIKE compares them)."""
+        where, arguments = "", []
+        if containing:
+            pattern = "%" + re.sub(r"([\\%_])", r"\\\1", containing) + "%"  # the text itself, not a pattern
+            where, arguments = r" where label like ? escape '\' or preview like ? escape '\'", [pattern, pattern]
+        total = next(self._db.query(f"select count(*) as total from keys{where}", arguments))["total"]
+        rows = self._db.query(f"select * from keys{where} order by id desc limit ? offset ?",
+                              [*arguments, limit, offset])
+        return [ApiKey(**row) for row in rows], total
+
+    @_explained
     def find(self, reference: str) -> ApiKey:
         """A key by its id (``3``) or preview (``tst_abcd…``, the ellipsis optional)."""
         reference = reference.strip()

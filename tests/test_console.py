@@ -414,6 +414,40 @@ async def test_the_listing_shows_requests_in_the_current_window(browser, api, ke
     assert cells[3] == "60" and cells[6] == "2"
 
 
+def labels_listed(page: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", row.split("<td>")[1].split("</td>")[0]).strip()
+            for row in page.split("<tr")[1:] if "<td>" in row]
+
+
+async def test_the_keys_are_listed_a_page_at_a_time_newest_first_and_can_be_found(browser, keys):
+    for number in range(1, console.KEYS_PER_PAGE * 2 + 31):
+        keys.create(f"Client {number}" if number != 7 else "Acme 100% sundials_co", "free")
+    await browser.log_in()
+    first = browser.text(await browser.get("/console"))
+    assert labels_listed(first)[:2] == ["Client 230", "Client 229"] and len(labels_listed(first)) == 100
+    assert "Keys 1–100 of 230, newest first." in first and 'href="/console?page=2" rel="next"' in first
+    assert 'rel="prev"' not in first
+    last = browser.text(await browser.get("/console?page=3"))
+    assert labels_listed(last)[-1] == "Client 1" and len(labels_listed(last)) == 30
+    assert "Keys 201–230 of 230" in last and 'href="/console?page=2" rel="prev"' in last and 'rel="next"' not in last
+    beyond = browser.text(await browser.get("/console?page=4"))
+    assert labels_listed(beyond) == [] and "No keys on this page." in beyond
+    # The text searched for is text: "%" and "_" are not patterns, case does not matter.
+    found = browser.text(await browser.get("/console?" + urlencode({"q": "100% SUNDIALS_"})))
+    assert labels_listed(found) == ["Acme 100% sundials_co"] and "Keys 1–1 of 1" in found
+    clients_1 = browser.text(await browser.get("/console?q=Client+1"))  # 1, 10–19 and 100–199
+    assert labels_listed(clients_1) == [f"Client {number}" for number in range(199, 99, -1)]
+    assert "Keys 1–100 of 111, newest first (labels or previews holding “Client 1”)." in clients_1
+    assert 'href="/console?q=Client+1&amp;page=2" rel="next"' in clients_1
+    preview = keys.newest(1)[0][0].preview
+    assert labels_listed(browser.text(await browser.get("/console?" + urlencode({"q": preview[:-1]})))) == [
+        "Client 230"]
+    nothing = browser.text(await browser.get("/console?q=nobody"))
+    assert "No keys hold “nobody” in their label or preview." in nothing
+    for page in ("0", "-1", "abc", "9" * 40):
+        assert (await browser.get(f"/console?page={page}")).code == 400
+
+
 async def test_a_pro_key_takes_its_rpm_and_needs_one(browser, keys):
     await browser.log_in()
     created = await browser.post("/console", {"label": "Big", "tier": "pro", "rpm": "250"})

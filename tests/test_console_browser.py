@@ -103,7 +103,7 @@ def focused_id(page: Page) -> str:
 
 def test_a_refused_key_is_told_at_the_field_it_is_about_which_takes_the_cursor(browser, console_url, keys):
     with console_page(browser, console_url) as page:
-        page.get_by_label("Label").fill("Observatory")
+        page.get_by_label("Label", exact=True).fill("Observatory")
         page.get_by_label("Tier").select_option("pro")
         page.get_by_role("button", name="Create key").click()
         error = page.get_by_role("alert")
@@ -115,7 +115,7 @@ def test_a_refused_key_is_told_at_the_field_it_is_about_which_takes_the_cursor(b
         assert error.get_attribute("id") in rpm.get_attribute("aria-describedby").split()
         assert page.locator("[aria-invalid]").count() == 1
         # Asked again with the rpm but a blank label (which the browser lets through): the label is marked.
-        page.get_by_label("Label").fill("   ")
+        page.get_by_label("Label", exact=True).fill("   ")
         page.get_by_label("RPM").fill("200")
         page.get_by_role("button", name="Create key").click()
         page.get_by_text("A key needs a label saying whose it is.").wait_for()

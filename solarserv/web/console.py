@@ -32,7 +32,7 @@ from urllib.parse import urlencode, urlsplit
 import tornado.httputil
 import tornado.web
 
-from solarserv.keys import ACTIVE, INACTIVE, TIERS, KeyStoreBusy, KeyStoreError
+from solarserv.keys import ACTIVE, INACTIVE, LABEL_MAX_LENGTH, TIERS, KeyStoreBusy, KeyStoreError
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, key_counter
 from solarserv.web.base import CONSOLE_PATH, BaseHandler
 
@@ -41,6 +41,7 @@ SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
 LOGIN_ATTEMPTS_PER_MINUTE = 10
 _RPM_MAX_DIGITS = 6  # far above any tier's; a longer number is refused before it is converted
+KEYS_PER_PAGE = 100
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -262,12 +263,21 @@ class KeysHandler(ConsoleHandler):
         await self._keys_page(new_key=issued.key, new_record=issued.record)
 
     async def _keys_page(self, **shown: Any) -> None:
-        keys = self.services.keys.all()
+        """The page: a key just created or a form refused, and one page of the keys, newest first (a store of
+        thousands would otherwise be one page of megabytes, built while the process answers nothing else)."""
+        search = self.get_query_argument("q", "").strip()[:LABEL_MAX_LENGTH]  # none longer can match a label
+        number = self.get_query_argument("page", "1")
+        if not (number.isascii() and number.isdigit() and 0 < len(number) <= 6 and int(number) > 0):
+            raise tornado.web.HTTPError(400)
+        number = int(number)
+        keys, total = self.services.keys.newest(KEYS_PER_PAGE, (number - 1) * KEYS_PER_PAGE, search)
         counts = await self.services.limiter.current_counts([key_counter(key) for key in keys])
         page = {"error": None, "error_field": None, "form": {"label": "", "tier": "free", "rpm": ""},
                 "new_key": None, "new_record": None, **shown}
         self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
-                    tiers=TIERS.values(), **page)
+                    tiers=TIERS.values(), search=search, total=total, first=(number - 1) * KEYS_PER_PAGE + 1,
+                    newer=_page_link(number - 1, search) if number > 1 else None,
+                    older=_page_link(number + 1, search) if number * KEYS_PER_PAGE < total else None, **page)
 
 
 class KeyStatusHandler(ConsoleHandler):
@@ -279,6 +289,10 @@ class KeyStatusHandler(ConsoleHandler):
         except KeyStoreError:
             raise tornado.web.HTTPError(404) from None
         self.redirect(CONSOLE_PATH, status=303)
+
+
+def _page_link(number: int, search: str) -> str:
+    return f"{CONSOLE_PATH}?{urlencode({'q': search, 'page': number} if search else {'page': number})}"
 
 
 def _form_rpm(rpm: str) -> int | None:
