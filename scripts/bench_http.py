@@ -821,7 +821,8 @@ def serve_web_layer(canned_answer: Path) -> None:
     from solarserv.cli import configure_logging
     from solarserv.models import SolarQuery
     from solarserv.pipeline import Pipeline
-    from solarserv.web.app import Services, make_app, make_server
+    from solarserv.web.app import Services, make_app
+    from solarserv.web.server import make_server
 
     class StoredResultPipeline(Pipeline):
         """The pipeline with the calculation left out. Built like the real one, so health and the rest

@@ -12,6 +12,7 @@ import ipaddress
 import json
 import logging
 import os
+import resource
 import signal
 import socket
 import sys
@@ -146,6 +147,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
 
     importlib.import_module("solarserv.web.app")  # the service's modules, imported before any fork (above)
     _check_before_binding(settings)
+    _raise_open_file_limit()
     sockets = _bind(settings)
     console = ConsoleSecrets.load(settings)
     worker = towns = None
@@ -173,6 +175,21 @@ def _check_before_binding(settings: Any) -> None:
     # configuration error, refused like a malformed setting. A Redis that is down may come up after us.
     if settings.redis_url and (refusal := redis_refusal(settings.redis_url)):
         raise config.SettingsError(refusal)
+
+
+def _raise_open_file_limit() -> None:
+    """Raise this process's open-file limit to the most it may have (the soft limit, often 1024, to the hard one),
+    as nginx's worker_rlimit_nofile does; the workers inherit it. Every connection takes a descriptor, and the
+    server holds as many connections as its descriptors allow (solarserv.web.server)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:  # macOS refuses an unlimited hard limit above its own maximum
+        log.warning("Could not raise the open-file limit from %d to %d (%s): it stays %d", soft, hard, exc, soft)
+        return
+    log.info("Raised the open-file limit from %d to its hard limit, %d", soft, hard)
 
 
 def _bind(settings: Any) -> list[socket.socket]:
@@ -217,7 +234,8 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     """Build the application, serve it on ``sockets`` and say so, until SIGTERM or SIGINT; then close the
     connections, the rate limiter's Redis client and the key store. ``first_process`` also prints the
     console line."""
-    from solarserv.web.app import Services, make_app, make_server
+    from solarserv.web.app import Services, make_app
+    from solarserv.web.server import make_server
 
     stopping = asyncio.Event()
     for signum in STOP_SIGNALS:

@@ -20,7 +20,8 @@ from servers import serving_in_thread
 
 from solarserv import config
 from solarserv.geo import gazetteer
-from solarserv.web.app import Services, make_app, make_server
+from solarserv.web.app import Services, make_app
+from solarserv.web.server import make_server
 
 
 def pytest_configure(config: pytest.Config) -> None:

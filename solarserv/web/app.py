@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import tornado.httpserver
 import tornado.httputil
 import tornado.web
 
@@ -18,7 +17,7 @@ from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
 from solarserv.web import api, console, page
 from solarserv.web.base import BaseHandler, NotFoundHandler, log_request
-from solarserv.web.body import MAX_DRAINED_BYTES, BodyReader
+from solarserv.web.body import BodyReader
 from solarserv.web.console import ConsoleSecrets
 
 if TYPE_CHECKING:  # the offline geocoder's, imported only when it is chosen (geo.build_geocoder)
@@ -36,15 +35,6 @@ class Application(tornado.web.Application):
         """Every request's body is read by a BodyReader, which starts the handler (solarserv.web.body)."""
         return BodyReader(super().get_handler_delegate(request, target_class, target_kwargs, path_args, path_kwargs),
                           request)
-
-
-def make_server(app: tornado.web.Application) -> tornado.httpserver.HTTPServer:
-    """The HTTP server for ``app``, with Tornado's own limits behind the BodyReader's (its defaults would read
-    100 MB of a request into memory). Twice MAX_DRAINED_BYTES: Tornado refuses a chunk that would take a body
-    past max_body_size before the reader sees any of it, and the chunk that takes one past MAX_DRAINED_BYTES
-    must reach the reader, which answers it."""
-    return tornado.httpserver.HTTPServer(app, xheaders=False, max_body_size=2 * MAX_DRAINED_BYTES,
-                                         max_buffer_size=2 * MAX_DRAINED_BYTES)
 
 
 class StaticFiles(tornado.web.StaticFileHandler, BaseHandler):
