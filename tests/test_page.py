@@ -18,6 +18,7 @@ from counters import UnusedMinuteClock
 
 from solarserv.ratelimit import RateLimiter
 from solarserv.solar import curves
+from solarserv.solar.fast import FastEngine
 from solarserv.web.app import Services, make_app
 from solarserv.web.page import CalculatorPageHandler
 
@@ -302,6 +303,18 @@ async def test_equation_of_time_is_rate_limited_like_every_api_request(api, anon
     refused = replies[-1]
     assert refused.json()["error"]["code"] == "RATE_LIMIT_EXCEEDED"
     assert refused.json()["error"]["retry_after"] == int(refused.headers["Retry-After"]) == 50
+
+
+def test_the_curve_of_a_year_is_fitted_a_month_at_a_time():
+    # The year's days in one skyfield evaluation peaked at 55 MB, a month's at 6 MB.
+    class Recording(FastEngine):
+        def prepare(self, first_unix_seconds: float, last_unix_seconds: float) -> None:
+            spans.append((last_unix_seconds - first_unix_seconds) / 86400 + 1)
+            super().prepare(first_unix_seconds, last_unix_seconds)
+
+    spans: list[float] = []
+    curve = curves.equation_of_time_by_day(Recording(), 2024)
+    assert len(curve) == 366 and max(spans) <= 31 and sum(spans) == 366
 
 
 def test_the_curve_of_a_year_is_computed_once(services):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import threading
+import time
 
 from solarserv.models import SolarQuery
 from solarserv.pipeline import Pipeline
+from solarserv.solar import curves
 
 
 def pipeline_on(services, today: dt.date) -> Pipeline:
@@ -20,3 +23,30 @@ def test_the_report_and_the_result_judge_the_future_from_the_pipelines_today(ser
     result = asyncio.run(pipeline_on(services, dt.date(2024, 1, 1)).run(query))
     assert result["confidence"] == "LOW"
     assert "the date is more than 10 years ahead" in result["validation"]
+
+
+def test_the_charts_years_are_computed_one_at_a_time_in_one_thread(services, monkeypatch):
+    # Each year's computation peaks at megabytes, and a thread keeps the memory it frees: years computed together
+    # in the default executor's threads made each process keep hundreds of MB.
+    running, most_at_once, threads = 0, 0, set()
+    lock = threading.Lock()
+
+    def recorded(engine, year):
+        nonlocal running, most_at_once
+        with lock:
+            running += 1
+            most_at_once = max(most_at_once, running)
+            threads.add(threading.get_ident())
+        time.sleep(0.02)  # room for another to start alongside, if one can
+        with lock:
+            running -= 1
+        return ((dt.date(year, 1, 1), 0.0),)
+
+    monkeypatch.setattr(curves, "equation_of_time_by_day", recorded)
+
+    async def eight_years():
+        pipeline = pipeline_on(services, dt.date(2026, 1, 1))
+        return await asyncio.gather(*(pipeline.equation_of_time(year) for year in range(2000, 2008)))
+
+    assert [answer["year"] for answer in asyncio.run(eight_years())] == list(range(2000, 2008))
+    assert most_at_once == 1 and len(threads) == 1
