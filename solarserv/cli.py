@@ -25,7 +25,7 @@ import tornado.netutil
 import tornado.process
 
 import solarserv
-from solarserv import config
+from solarserv import config, geo
 from solarserv.errors import ApiError
 from solarserv.keys import (
     ACTIVE,
@@ -38,7 +38,7 @@ from solarserv.keys import (
     KeyStoreUnusable,
     checked_key_fields,
 )
-from solarserv.narration import TemplateLoadError
+from solarserv.narration import Narrator, TemplateLoadError
 from solarserv.plugin_manager import PluginConflict
 from solarserv.request import FIELD_NAMES, parse_query_fields
 
@@ -137,16 +137,16 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     application in each and serve until stopped.
 
     Everything holding a connection, an open file or loop state (Redis client, key store, timezone
-    finder, gazetteer) is built after the fork, so no two processes share one; modules are imported
-    before it, and the gazetteer's places for reverse geocoding read, so the workers share their memory.
+    finder, gazetteer) is built after the fork, so no two processes share one; the code is loaded before
+    it (_load_code), and the gazetteer's places for reverse geocoding read, so the workers share their memory.
     The console secrets are made before it too, so the one login link printed works on every worker.
     Each process prints the ready line once it accepts connections (N lines for N workers); the first
     also prints the console line. SIGTERM or SIGINT stops the workers cleanly, then the parent.
     """
     from solarserv.web.console import ConsoleSecrets
 
-    importlib.import_module("solarserv.web.app")  # the service's modules, imported before any fork (above)
     _check_before_binding(settings)
+    narrator = _load_code(settings)
     _raise_open_file_limit()
     sockets = _bind(settings)
     console = ConsoleSecrets.load(settings)
@@ -154,7 +154,8 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     if settings.processes > 1:
         worker, towns, sockets = _fork_workers(settings, sockets)
     try:
-        asyncio.run(_serve_until_stopped(settings, sockets, console, towns, first_process=worker in (None, 0)))
+        asyncio.run(_serve_until_stopped(settings, sockets, console, narrator, towns,
+                                         first_process=worker in (None, 0)))
     except KeyboardInterrupt:  # Ctrl-C before the event loop took over the signals
         pass
     # Stopping: a second signal (Ctrl-C reaches a worker directly and through the parent) must not make
@@ -175,6 +176,17 @@ def _check_before_binding(settings: Any) -> None:
     # configuration error, refused like a malformed setting. A Redis that is down may come up after us.
     if settings.redis_url and (refusal := redis_refusal(settings.redis_url)):
         raise config.SettingsError(refusal)
+
+
+def _load_code(settings: Any) -> Narrator:
+    """Everything a worker runs, loaded before any fork: the service's modules, the geocoder's, and the narrator
+    (the plugins imported, built-in, installed and PLUGINS_DIR's, and the templates compiled). The workers share
+    it, and one that fork_processes restarts runs what its siblings run: after the checkout changed under the
+    server, a worker that imported anything itself would run new code beside old, or fail at every restart. A
+    plugin conflict or a template that does not compile stops `serve` here, before the port is bound."""
+    for module in ("solarserv.web.app", "solarserv.web.server", geo.geocoder_module(settings.geocoder)):
+        importlib.import_module(module)
+    return Narrator.build(settings)
 
 
 def _raise_open_file_limit() -> None:
@@ -230,7 +242,7 @@ def _fork_workers(settings: Any, sockets: list[socket.socket]) -> tuple[int, Pla
 
 
 async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], console: ConsoleSecrets,
-                               towns: PlaceDiscs | None, *, first_process: bool) -> None:
+                               narrator: Narrator, towns: PlaceDiscs | None, *, first_process: bool) -> None:
     """Build the application, serve it on ``sockets`` and say so, until SIGTERM or SIGINT; then close the
     connections, the rate limiter's Redis client and the key store. ``first_process`` also prints the
     console line."""
@@ -240,7 +252,7 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     stopping = asyncio.Event()
     for signum in STOP_SIGNALS:
         asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
-    services = Services.build(settings, console, towns)
+    services = Services.build(settings, console, towns, narrator)
     await services.limiter.check_redis()  # logs whether Redis answers before the ready line
     server = make_server(make_app(settings, services))
     server.add_sockets(sockets)
@@ -408,8 +420,6 @@ def _readable(result: dict[str, Any]) -> str:
 
 
 def list_plugins(settings: Any, args: argparse.Namespace) -> int:
-    from solarserv.narration import Narrator
-
     plugins = Narrator.build(settings).plugins.listing()
     if args.json:
         print(json.dumps(plugins, indent=2))

@@ -41,13 +41,14 @@ class Pipeline:
         self._chart_thread = concurrent.futures.ThreadPoolExecutor(1, "equation-of-time")
 
     @classmethod
-    def build(cls, settings: Any, towns: PlaceDiscs | None = None) -> Pipeline:
-        """``towns``: the offline gazetteer's places already read (`geo.offline.read_towns`)."""
+    def build(cls, settings: Any, towns: PlaceDiscs | None = None, narrator: Narrator | None = None) -> Pipeline:
+        """``towns``: the offline gazetteer's places already read (`geo.offline.read_towns`); ``narrator``: one
+        already built (`solarserv serve` builds it before it forks)."""
         return cls(
             geocoder=geo.build_geocoder(settings, towns),
             timezones=TimezoneLocator(),
             engine=FastEngine(),
-            narrator=Narrator.build(settings),
+            narrator=narrator or Narrator.build(settings),
         )
 
     async def run(self, query: SolarQuery) -> dict[str, Any]:

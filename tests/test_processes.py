@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
 import urllib.request
 
@@ -36,17 +37,22 @@ def two_workers(data_dir, tmp_path):
     The session's data dir already holds the gazetteer index, so the workers open it at once."""
     process = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir)],
                               tmp_path / "server.log")
-    printed = []
     try:
-        # Each worker prints the ready line when it accepts connections; the first also the console line.
-        while sum("ready at" in line for line in printed) < 2:
-            line = process.stdout.readline()
-            assert line, f"the server stopped before both workers were ready: {printed}"
-            printed.append(line.strip())
-        ready = [line for line in printed if "ready at" in line]
-        yield process, ready[0].split("ready at ")[1].rstrip("/"), printed
+        yield process, *until_both_workers_are_ready(process)
     finally:
         stop_solarserv(process)
+
+
+def until_both_workers_are_ready(process) -> tuple[str, list[str]]:
+    """The base URL and the lines printed, once both workers have printed their ready line (the first worker
+    also prints the console line)."""
+    printed = []
+    while sum("ready at" in line for line in printed) < 2:
+        line = process.stdout.readline()
+        assert line, f"the server stopped before both workers were ready: {printed}"
+        printed.append(line.strip())
+    ready = [line for line in printed if "ready at" in line]
+    return ready[0].split("ready at ")[1].rstrip("/"), printed
 
 
 @pytest.mark.slow
@@ -100,3 +106,58 @@ def test_workers_stop_when_their_parent_is_killed(two_workers):
     for orphan in alive:  # not left behind by a failing run
         orphan.kill()
     assert not alive  # they would keep serving the port, with no parent to stop or restart them
+
+
+@pytest.mark.slow
+def test_plugins_are_loaded_once_before_the_workers_fork(data_dir, tmp_path):
+    # A worker restarted after the checkout changed must not import new code beside its siblings' old code (it
+    # failed at every restart, and after 100 the parent gave up and stopped the healthy worker too).
+    imported_by = tmp_path / "imported-by.txt"
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "counted.py").write_text(f"import os\n\nwith open({str(imported_by)!r}, 'a') as record:\n"
+                                        "    record.write(f'{os.getpid()}\\n')\n")
+    process = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir),
+                                "--plugins-dir", str(plugins)], tmp_path / "server.log")
+    try:
+        base_url, _ = until_both_workers_are_ready(process)
+        assert healthz(base_url)["status"] == "ok"
+        assert imported_by.read_text().split() == [str(process.pid)]  # by the parent, once
+    finally:
+        stop_solarserv(process)
+
+
+# What `serve` loads before it forks (cli._load_code), then what a worker does: build the services and the
+# server, answer by coordinates, by name and with the chart; printing what of the service it imported meanwhile.
+WORKER_PROBE = """
+import asyncio, datetime as dt, sys
+from solarserv import cli, config
+from solarserv.models import SolarQuery
+
+settings = config.load(environ={"SOLARSERV_DATA_DIR": sys.argv[1]})
+narrator = cli._load_code(settings)
+loaded = set(sys.modules)
+
+async def work():
+    from solarserv.web.app import Services, make_app
+    from solarserv.web.server import make_server
+
+    services = Services.build(settings, narrator=narrator)
+    make_server(make_app(settings, services))
+    await services.pipeline.run(SolarQuery(dt.date(2026, 7, 14), dt.time(14, 30), latitude=48.8566, longitude=2.3522))
+    await services.pipeline.run(SolarQuery(dt.date(2026, 7, 14), dt.time(14, 30), place_name="Paris, FR"))
+    await services.pipeline.equation_of_time(2026)
+    services.keys.close()
+
+asyncio.run(work())
+print(sorted(name for name in set(sys.modules) - loaded if name.startswith("solarserv")))
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_imports_none_of_the_services_code_after_the_fork(data_dir):
+    # Whatever of solarserv (its built-in plugins included, or a PLUGINS_DIR file's solarserv_plugin_*) a worker
+    # imported itself would come from the checkout as it is when the worker starts.
+    imported = subprocess.run([sys.executable, "-c", WORKER_PROBE, str(data_dir)], capture_output=True, text=True,
+                              check=True)
+    assert imported.stdout.strip() == "[]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,14 +36,17 @@ class Geocoder(Protocol):
         ...
 
 
+def geocoder_module(name: str) -> str:
+    """The module of the geocoder GEOCODER names, imported only when it is chosen: with an online geocoder, the
+    gazetteer and rapidfuzz are never imported."""
+    return "solarserv.geo.offline" if name == "offline" else "solarserv.geo.online"
+
+
 def build_geocoder(settings: Any, towns: PlaceDiscs | None = None) -> Geocoder:
     """The geocoder `settings.geocoder` names: "offline" (the embedded gazetteer, the default) or a
     geopy service ("nominatim", "photon"). Returns at once; nothing here waits for the network.
     ``towns``: the offline gazetteer's places already read (`geo.offline.read_towns`)."""
+    geocoders = importlib.import_module(geocoder_module(settings.geocoder))
     if settings.geocoder == "offline":
-        from solarserv.geo.offline import OfflineGeocoder
-
-        return OfflineGeocoder(settings.data_dir, towns)
-    from solarserv.geo.online import OnlineGeocoder
-
-    return OnlineGeocoder.from_settings(settings)
+        return geocoders.OfflineGeocoder(settings.data_dir, towns)
+    return geocoders.OnlineGeocoder.from_settings(settings)

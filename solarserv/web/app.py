@@ -13,6 +13,7 @@ import tornado.web
 
 import solarserv
 from solarserv.keys import SERVER_WAIT_FOR_WRITER_SECONDS, KeyStore
+from solarserv.narration import Narrator
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
 from solarserv.web import api, console, page
@@ -69,10 +70,11 @@ class Services:
 
     @classmethod
     def build(cls, settings: Any, console: ConsoleSecrets | None = None,
-              towns: PlaceDiscs | None = None) -> Services:
+              towns: PlaceDiscs | None = None, narrator: Narrator | None = None) -> Services:
         """``console``: secrets made once before `serve --processes` forks, so one login link serves all;
-        ``towns``: the gazetteer's places read before it too, so the workers share them."""
-        return cls(settings=settings, pipeline=Pipeline.build(settings, towns), console=console)
+        ``towns``: the gazetteer's places read before it too, so the workers share them; ``narrator``: the
+        plugins loaded and templates compiled before it (cli.serve)."""
+        return cls(settings=settings, pipeline=Pipeline.build(settings, towns, narrator), console=console)
 
     async def health(self) -> dict[str, Any]:
         await self.limiter.check_redis()
