@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from solarserv.sqlite import Migrations, is_busy, is_file_failure, sqlite_utils
-from solarserv.text import has_hidden_characters
+from solarserv.text import has_hidden_characters, shortened
 
 KEY_PREFIX = "tst_"
 SECRET_BYTES = 32  # token_urlsafe(32) → 43 characters
@@ -301,8 +301,8 @@ class KeyStore:
             preview = reference.removesuffix(ELLIPSIS).removesuffix("...") + ELLIPSIS
             rows = list(self._db.query("select * from keys where preview = ?", [preview]))
         if not rows:
-            raise KeyStoreError(f"No key has the id or preview {reference!r}; `solarserv keys list` shows "
-                                "them.")
+            raise KeyStoreError(f"No key has the id or preview {shortened(reference, repr)}; `solarserv keys list` "
+                                "shows them.")
         return ApiKey(**rows[0])
 
     @_explained
@@ -357,7 +357,7 @@ def _tier_named(name: str) -> Tier:
     """The tier called ``name``, or by one of the spec's other names (TIER_ALIASES)."""
     tier = TIERS.get(TIER_ALIASES.get(name, name))
     if tier is None:
-        raise KeyStoreError(f"Unknown tier {name!r}; the tiers are "
+        raise KeyStoreError(f"Unknown tier {shortened(name, repr)}; the tiers are "
                             + "; ".join(t.describe() for t in TIERS.values()) + ".", field="tier")
     return tier
 

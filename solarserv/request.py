@@ -17,7 +17,7 @@ from solarserv.errors import invalid, malformed
 from solarserv.geo.matching import fold, split_qualifiers
 from solarserv.models import SolarQuery
 from solarserv.solar.ephemeris import EPHEMERIS_NAME, SUPPORTED_FIRST_DATE, SUPPORTED_LAST_DATE
-from solarserv.text import has_hidden_characters
+from solarserv.text import has_hidden_characters, shortened
 
 FIELD_NAMES = ("date", "local_time", "place_name", "latitude", "longitude")
 PLACE_NAME_MAX_LENGTH = 200
@@ -50,7 +50,7 @@ def parse_year(arguments: Mapping[str, list[bytes]]) -> int:
     if text is None:
         raise malformed(f"The query parameter year is required, e.g. year={last}.")
     if not (len(text) == 4 and text.isascii() and text.isdigit()):
-        raise malformed(f"year must be a four-digit year, got {text!r}.")
+        raise malformed(f"year must be a four-digit year, got {shortened(text, repr)}.")
     if not first <= int(text) <= last:
         raise malformed(f"year {text} is outside the supported range {first} to {last} (the span of the "
                         f"{EPHEMERIS_NAME} ephemeris used).")
@@ -130,24 +130,19 @@ def _text_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
     if text is None:
         return None
     if not _DECIMAL.fullmatch(text):
-        raise malformed(f"The parameter {name} must be a number of decimal degrees, got {text!r}.")
+        raise malformed(f"The parameter {name} must be a number of decimal degrees, got {shortened(text, repr)}.")
     return Decimal(text)
 
 
 def _check_range(name: str, value: Decimal, limit: int) -> None:
     if not -limit <= value <= limit:
         # Exact, not rounded to a float: 180.0001 must not read "got 180", nor 1e400 "got inf".
-        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {_shortened(str(value))}.")
-
-
-def _shortened(text: str) -> str:
-    """``text`` whole when short; else its start and its length (a number can have thousands of digits)."""
-    return text if len(text) <= 40 else f"{text[:20]}… ({len(text)} characters)"
+        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {shortened(str(value))}.")
 
 
 def _parse_date(text: str) -> dt.date:
     if not _DATE.fullmatch(text):
-        raise invalid(f"date must be YYYY-MM-DD, got {text!r}.")
+        raise invalid(f"date must be YYYY-MM-DD, got {shortened(text, repr)}.")
     try:
         date = dt.date.fromisoformat(text)
     except ValueError:
@@ -161,7 +156,7 @@ def _parse_date(text: str) -> dt.date:
 def _parse_time(text: str) -> dt.time:
     match = _TIME.fullmatch(text)
     if not match:
-        raise invalid(f"local_time must be HH:MM or HH:MM:SS (24-hour), got {text!r}.")
+        raise invalid(f"local_time must be HH:MM or HH:MM:SS (24-hour), got {shortened(text, repr)}.")
     hour, minute, second = (int(part or 0) for part in match.groups())
     if hour > 23 or minute > 59 or second > 59:
         raise invalid(f"local_time {text} is not a time of day (hours 00-23, minutes and seconds 00-59).")

@@ -1,9 +1,15 @@
 """Free text that people type and others read back (place names, API-key labels): what it may not hold, and
-how a log line shows what a client sent (``escaped``)."""
+how a message or a log line shows what a client sent (``shortened``, ``escaped``)."""
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
+
+# The longest a client's value (a date, a time, a number, a header) is quoted whole: any that is meant.
+VALUE_SHOWN = 40
+# The longest a request's target (path and query) is shown whole: any the API, the page and its share links make.
+TARGET_SHOWN = 400
 
 # Characters that change how the text around them is shown instead of being shown: control characters
 # (C0, DEL and C1, which terminals obey), surrogates (bytes that were not UTF-8), private-use and
@@ -18,6 +24,15 @@ _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u20
 def has_hidden_characters(text: str) -> bool:
     return any(character in _BIDI_CONTROLS or unicodedata.category(character) in _HIDDEN_CATEGORIES
                for character in text)
+
+
+def shortened(text: str, show: Callable[[str], str] = str, longest: int = VALUE_SHOWN) -> str:
+    """What a client sent, for a message or a log line: whole up to ``longest`` characters, else the first half of
+    that and its length. A client can send tens of thousands of characters in a field or a path, and every line
+    that quoted them whole wrote them again. ``show`` writes the part shown (``repr``: in quotes)."""
+    if len(text) <= longest:
+        return show(text)
+    return f"{show(text[:longest // 2])}… ({len(text)} characters)"
 
 
 def escaped(text: str) -> str:

@@ -192,6 +192,37 @@ def test_control_characters_sent_in_the_path_or_query_are_escaped_in_the_log(liv
     assert any("Content-Encoding: gzip\\x85FAKE, which" in line for line in logged)
 
 
+# Requests that each send tens of thousands of characters where a few are meant: a path, a GET parameter (a
+# number that is none), a POST field, the chart's year. Before, every line about them quoted them whole: three
+# lines of 60,000 characters for the path.
+LONG_SENDINGS = {
+    "path": ("GET", "/" + "x" * 60_000, None),
+    "parameter": ("GET", "/api/v1/solar-time?" + urlencode({**PARIS, "latitude": "x" * 30_001}), None),
+    "field": ("POST", "/api/v1/solar-time", {**PARIS, "date": "2" * 15_000}),
+    "year": ("GET", "/api/v1/equation-of-time?year=" + "9" * 20_000, None),
+}
+
+
+@pytest.mark.parametrize("method,target,body", LONG_SENDINGS.values(), ids=LONG_SENDINGS)
+def test_a_long_path_or_value_writes_a_bounded_amount(live_server, caplog, method, target, body):
+    caplog.set_level(logging.INFO)
+    connection = http.client.HTTPConnection(urlsplit(live_server).netloc, timeout=30)
+    try:
+        connection.request(method, target, body=json.dumps(body) if body else None,
+                           headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        message = json.loads(response.read())["error"]["message"]
+        connection.request("GET", "/healthz")  # answered once the lines about the first request are written
+        connection.getresponse().read()
+    finally:
+        connection.close()
+    assert response.status in (400, 404, 422)
+    assert len(message) < 500 and " characters)" in message  # its start and its length
+    logged = [record.getMessage() for record in caplog.records]
+    assert any(line.startswith(f"{response.status} {method} /") for line in logged)  # its access line among them
+    assert sum(len(line) for line in logged) < 2_000
+
+
 async def test_unknown_path_and_method_are_envelopes(api):
     assert_envelope(await api("/api/v1/nothing"), 404, "NOT_FOUND")
     refused = await api("/api/v1/solar-time", "PUT", PARIS)

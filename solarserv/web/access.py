@@ -29,6 +29,7 @@ import tornado.httputil
 from solarserv.errors import ApiError
 from solarserv.keys import ApiKey, KeyStoreBusy
 from solarserv.ratelimit import Decision
+from solarserv.text import TARGET_SHOWN, escaped, shortened
 
 log = logging.getLogger("solarserv.web")
 
@@ -58,7 +59,7 @@ async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> A
     except KeyStoreBusy as exc:
         # Another process's write holds the store: one line, not a traceback. The key stays unknown, so the
         # request is counted per client IP, and the key is not called invalid.
-        log.warning("%s %s: %s", request.method, request.path, exc)
+        log.warning("%s %s: %s", request.method, escaped(shortened(request.path, longest=TARGET_SHOWN)), exc)
         key, busy = None, exc
     if key is not None:
         decision = await services.limiter.hit(key_counter(key), key.rpm)

@@ -17,7 +17,7 @@ import tornado.web
 
 from solarserv.errors import ApiError
 from solarserv.keys import KeyStoreBusy
-from solarserv.text import escaped
+from solarserv.text import TARGET_SHOWN, escaped, shortened
 from solarserv.web import access
 
 log = logging.getLogger("solarserv.web")
@@ -138,14 +138,15 @@ def log_request(handler: tornado.web.RequestHandler) -> None:
 def request_summary(handler: tornado.web.RequestHandler) -> str:
     """The request as a log line names it, "GET /path?query (client address)", without the query string
     where it may hold the admin token: on console pages (the login link), and wherever a ``token``
-    parameter is given (a console URL mistyped). What the client sent is escaped (bytes 0x80 to 0x9F
-    arrive as control characters). The address is the client's as the rate limits count it: with
+    parameter is given (a console URL mistyped). What the client sent is shortened and escaped (bytes 0x80 to
+    0x9F arrive as control characters). The address is the client's as the rate limits count it: with
     TRUST_PROXY, the one the proxy reports, not the proxy's."""
     request = handler.request
     holds_token = request.path.lower().startswith(CONSOLE_PATH) or any(
         name.lower() == "token" for name in request.query_arguments)
     client = access.client_ip(request, handler.application.settings["services"].settings.trust_proxy)
-    return f"{request.method} {escaped(request.path if holds_token else request.uri)} ({client})"
+    target = request.path if holds_token else request.uri
+    return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({client})"
 
 
 class ApiHandler(BaseHandler):
@@ -234,5 +235,6 @@ class NotFoundHandler(ApiHandler):
         if self.admission.over_limit:
             raise self.admission.refusal
         self.check_body()
-        raise ApiError("NOT_FOUND", 404, f"There is nothing at {self.request.path}. The API lives under "
-                                         "/api/v1/ (POST or GET /api/v1/solar-time).")
+        path = shortened(self.request.path, longest=TARGET_SHOWN)
+        raise ApiError("NOT_FOUND", 404, f"There is nothing at {path}. The API lives under /api/v1/ (POST or GET "
+                                         "/api/v1/solar-time).")

@@ -25,6 +25,7 @@ from collections.abc import Awaitable
 import tornado.httputil
 
 from solarserv.errors import ApiError, malformed
+from solarserv.text import shortened
 
 MAX_BODY_BYTES = 16 * 1024
 MAX_DRAINED_BYTES = 1024 * 1024
@@ -111,8 +112,8 @@ def _unsupported_encoding(request: tornado.httputil.HTTPServerRequest) -> ApiErr
     encoding = request.headers.get("Content-Encoding", "identity")
     if not request.body or encoding.strip().lower() == "identity":
         return None
-    return ApiError("UNSUPPORTED_MEDIA_TYPE", 415, f"The request body has Content-Encoding: {encoding[:40]}, which "
-                    "this service does not decode; send it without one (uncompressed).")
+    return ApiError("UNSUPPORTED_MEDIA_TYPE", 415, f"The request body has Content-Encoding: {shortened(encoding)}, "
+                    "which this service does not decode; send it without one (uncompressed).")
 
 
 def _too_large() -> ApiError:

@@ -33,6 +33,7 @@ import tornado.httputil
 import tornado.web
 
 from solarserv.keys import ACTIVE, INACTIVE, LABEL_MAX_LENGTH, TIERS, KeyStoreBusy, KeyStoreError
+from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, key_counter
 from solarserv.web.base import CONSOLE_PATH, BaseHandler
 
@@ -302,7 +303,7 @@ def _form_rpm(rpm: str) -> int | None:
         return None
     if not (rpm.isascii() and rpm.isdigit()) or len(rpm) > _RPM_MAX_DIGITS:
         raise KeyStoreError(f"RPM must be a whole number of requests per minute (at most {_RPM_MAX_DIGITS} "
-                            f"digits), not {rpm[:20]!r}.", field="rpm")
+                            f"digits), not {shortened(rpm, repr)}.", field="rpm")
     return int(rpm)
 
 
