@@ -67,6 +67,10 @@ class Browser:
     async def head(self, path: str):
         return await self._fetch(path, "HEAD", None, {})
 
+    async def send(self, method: str, path: str):
+        """A request with no form: an empty body where the method needs one (PUT, PATCH)."""
+        return await self._fetch(path, method, "" if method in ("PUT", "PATCH") else None, {})
+
     async def post(self, path: str, form: dict | None = None, xsrf: bool = True):
         fields = {**(form or {}), **({"_xsrf": await self.form_token()} if xsrf else {})}
         return await self._fetch(path, "POST", urlencode(fields), {})
@@ -169,6 +173,17 @@ async def test_every_admin_handler_refuses_without_a_session(browser, keys):
                            browser.post(path, {"label": "x", "tier": "free"}))
             assert reply.code == (302 if method == "GET" else 403), (method, path)
     assert [key.status for key in keys.all()] == ["active"]  # nothing was changed or created
+
+
+@pytest.mark.parametrize("logged_in", [False, True], ids=["no-session", "session"])
+async def test_a_method_a_console_page_does_not_answer_is_405_naming_those_it_does(browser, logged_in):
+    # Not 403 "no console session": there is nothing at that method for a session to unlock.
+    if logged_in:
+        await browser.log_in()
+    for path, allowed in (("/console", "GET, HEAD, POST"), ("/console/logout", "POST")):
+        for method in ("DELETE", "PUT", "PATCH", "OPTIONS"):
+            reply = await browser.send(method, path)
+            assert (reply.code, reply.headers.get("Allow")) == (405, allowed), (method, path)
 
 
 def test_an_app_with_a_handler_that_does_not_declare_its_access_is_not_built(settings, services, monkeypatch):

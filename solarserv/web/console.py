@@ -161,6 +161,10 @@ class ConsoleHandler(BaseHandler):
 
     def prepare(self) -> None:
         super().prepare()
+        # A method this page does not answer is 405 naming those it does, session or not (BaseHandler
+        # .check_xsrf_cookie): Tornado would answer it only after prepare, which refuses one without a session.
+        if ("GET" if self.request.method == "HEAD" else self.request.method) not in self.defined_methods():
+            raise tornado.web.HTTPError(405)
         if self.access is Access.ADMIN and not self.current_user:
             if self.request.method in ("GET", "HEAD"):
                 self.redirect(f"{LOGIN_PATH}?{urlencode({'next': self.request.uri})}")
