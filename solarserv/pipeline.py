@@ -15,8 +15,8 @@ from solarserv import calculation, geo
 from solarserv import civil as civil_time
 from solarserv.errors import ApiError
 from solarserv.geo.timezones import TimezoneLocator
-from solarserv.geo.zones import country_at, has_zone
-from solarserv.models import Location, Report, SolarQuery
+from solarserv.geo.zones import country_at, has_zone, keeps_zone_unnamed
+from solarserv.models import Location, Place, Report, SolarQuery
 from solarserv.narration import Narrator
 from solarserv.result import equation_of_time_json, result_json
 from solarserv.solar import SunEngine, curves
@@ -129,9 +129,26 @@ class Pipeline:
             display_name=described.display_name if described else coordinates,
             latitude=latitude,
             longitude=longitude,
-            # The zone's country is the country the point is in; the nearest town may be across a border.
-            country_code=country_at(latitude, zone) or (described.country_code if described else ""),
+            country_code=self._country_of_point(latitude, zone, described),
             timezone=zone,
             source="coordinates",
             near_zone_border=self.timezones.near_border(latitude, longitude, zone),
         )
+
+    def _country_of_point(self, latitude: float, zone: str, described: Place | None) -> str:
+        """The country a point is in: its zone's, as the nearest town may lie across a border. Where the zone
+        also covers a country that has no name of its own for it, the described town's country when the town
+        is in the same zone: Hanoi is in Asia/Bangkok, Thailand's zone in zone.tab, and in Vietnam."""
+        country = country_at(latitude, zone)
+        if not described:
+            return country or ""
+        if (described.country_code not in ("", country)
+                and keeps_zone_unnamed(described.country_code, zone) and self._in_zone(described, zone)):
+            return described.country_code
+        return country or described.country_code
+
+    def _in_zone(self, place: Place, zone: str) -> bool:
+        try:
+            return self.timezones.zone_at(place.latitude, place.longitude) == zone
+        except ApiError:  # a town whose point lies on water
+            return False

@@ -116,6 +116,19 @@ async def test_a_point_in_antarctica_is_in_aq_whatever_zone_its_stations_keep(ap
     assert (result["timezone"], result["location"]["country_code"]) == (zone, "AQ")
 
 
+@pytest.mark.parametrize("latitude,longitude,country", [(21.0285, 105.8542, "VN"),  # Hanoi
+                                                        (22.4856, 103.9707, "VN"),  # Lào Cai
+                                                        (20.8449, 106.6881, "VN"),  # Haiphong
+                                                        (13.7563, 100.5018, "TH"),  # Bangkok
+                                                        (18.7883, 98.9853, "TH")])  # Chiang Mai
+async def test_northern_vietnam_is_vn_though_its_zone_is_thailands(api, latitude, longitude, country):
+    # timezonefinder gives northern Vietnam Asia/Bangkok, which zone.tab gives to Thailand; zone1970.tab
+    # lists Vietnam among the countries keeping that zone, and Vietnam has no name of its own for it.
+    result = (await post(api, {"date": "2026-07-14", "local_time": "12:00", "latitude": latitude,
+                               "longitude": longitude})).json()
+    assert (result["timezone"], result["location"]["country_code"]) == ("Asia/Bangkok", country)
+
+
 @pytest.mark.parametrize("date,dst,offset", [("2026-01-15", False, "+00:00"), ("2026-07-15", True, "+01:00")])
 async def test_dublin_reports_dst_as_people_know_it(api, date, dst, offset):
     # tzdata encodes Irish winter time as negative DST; the service reports summer time as DST.

@@ -16,6 +16,7 @@ from solarserv.geo.zones import (
     canonical_zone,
     country_of_zone,
     has_zone,
+    keeps_zone_unnamed,
     zone,
     zone_names,
 )
@@ -100,6 +101,21 @@ def test_canonical_zone_follows_links(name, target):
 )
 def test_country_of_zone(name, country):
     assert country_of_zone(name) == country
+
+
+@pytest.mark.parametrize(
+    ("country", "zone", "kept_unnamed"),
+    [
+        ("VN", "Asia/Bangkok", True),  # northern Vietnam; Vietnam's own zone is Asia/Ho_Chi_Minh, the south's
+        ("TH", "Asia/Bangkok", False),  # the zone's own country
+        ("LA", "Asia/Bangkok", False),  # keeps Bangkok's clocks under its own name, Asia/Vientiane
+        ("VN", "Asia/Vientiane", False),  # only the zone timezonefinder gives northern Vietnam
+        ("DK", "Europe/Berlin", False),  # Europe/Copenhagen, a link to it, is Denmark's own name
+        ("CH", "Europe/Berlin", False),  # not among the zone's countries
+    ],
+)
+def test_keeps_zone_unnamed(country, zone, kept_unnamed):
+    assert keeps_zone_unnamed(country, zone) is kept_unnamed
 
 
 def test_the_zones_cover_every_country():

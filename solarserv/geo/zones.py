@@ -123,10 +123,16 @@ def _tab_rows(file_name: str) -> list[list[str]]:
 
 
 @functools.cache
+def _zone1970_countries() -> dict[str, tuple[str, ...]]:
+    """zone1970.tab: every canonical zone's countries, most populous first (Asia/Bangkok: TH CX KH LA VN)."""
+    return {row[2]: tuple(row[0].split(",")) for row in _tab_rows("zone1970.tab")}
+
+
+@functools.cache
 def _zone_countries() -> dict[str, str]:
-    # zone.tab gives one country per zone (including links such as Europe/Vatican → VA). zone1970.tab
-    # lists every country that shares a zone, most populous first; it only fills names zone.tab lacks.
-    countries = {row[2]: row[0].split(",")[0] for row in _tab_rows("zone1970.tab")}
+    # zone.tab gives one country per zone (including links such as Europe/Vatican → VA); zone1970.tab's
+    # first country only fills names zone.tab lacks.
+    countries = {zone: codes[0] for zone, codes in _zone1970_countries().items()}
     countries.update({row[2]: row[0] for row in _tab_rows("zone.tab")})
     return countries
 
@@ -144,3 +150,22 @@ def country_of_zone(name: str) -> str | None:
     countries = _zone_countries()
     return countries.get(name) or countries.get(canonical_zone(name))
 
+
+
+
+@functools.cache
+def _unnamed_keepers() -> dict[str, frozenset[str]]:
+    own_zones: dict[str, set[str]] = {}
+    for row in _tab_rows("zone.tab"):
+        own_zones.setdefault(row[0], set()).add(canonical_zone(row[2]))
+    return {zone: frozenset(code for code in codes if zone not in own_zones.get(code, ()))
+            for zone, codes in _zone1970_countries().items()}
+
+
+def keeps_zone_unnamed(country_code: str, zone: str) -> bool:
+    """Whether the country keeps the zone's clocks somewhere tzdata gives no name of the country's own.
+
+    zone1970.tab lists Vietnam under Asia/Bangkok (northern Vietnam), while Vietnam's only zone in zone.tab
+    is Asia/Ho_Chi_Minh, the south's: timezonefinder gives Hanoi Asia/Bangkok, Thailand's zone. Laos keeps
+    Bangkok's clocks too, but under a name of its own (Asia/Vientiane), and that is what its land is given."""
+    return country_code in _unnamed_keepers().get(zone, frozenset())
