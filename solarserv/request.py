@@ -8,6 +8,8 @@ GET alias answers both with 400 (spec: invalid query parameters give 400). Unkno
 from __future__ import annotations
 
 import datetime as dt
+import decimal
+import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal
@@ -26,6 +28,15 @@ _TIME = re.compile(r"([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?")
 # A decimal number as JSON and people write it (sign, digits, point, exponent): float() alone would also
 # take "1_0", spaces around it and digits of other scripts ("٤٨").
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# Reads decimal text exactly, at any length. Decimal() itself refuses (InvalidOperation) an exponent beyond the
+# ±10**18 it holds: read here, one that large is ±Infinity (out of any range), one that small 0.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[])
+
+
+def decimal_number(text: str) -> Decimal:
+    """A number written in decimal (a JSON number's text, a query parameter matching _DECIMAL), exactly: 1e400
+    stays 1E+400, where a float is infinite; 1e999999999999999999999 is Infinity, 1e-999999999999999999999 is 0."""
+    return _EXACT.create_decimal(text)
 
 
 def parse_json_fields(body: Any) -> SolarQuery:
@@ -110,19 +121,18 @@ def _optional_string(fields: Mapping[str, Any], name: str) -> str | None:
 
 
 def _json_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
-    """A number as JSON decodes it for the API (api._decode_json: a Decimal, exact whatever its size), or as a
-    Python caller gives it (int or float)."""
+    """A number as JSON decodes it for the API (api._decode_json: decimal_number's Decimal), or as a Python caller
+    gives it (int or float)."""
     value = fields.get(name)
     if value is None:
         return None
     # bool is an int subclass in Python; true/false are not coordinates.
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise malformed(f"The field {name} must be a JSON number of decimal degrees.")
-    # str: a float's shortest form, so 180.0001 stays 180.0001, not its binary expansion.
-    number = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
-    if not number.is_finite():  # only a Python float can be: JSON has no NaN or Infinity
+    if isinstance(value, float) and not math.isfinite(value):  # JSON has no NaN or Infinity; a Python caller does
         raise invalid(f"{name} must be a finite number.")
-    return number
+    # str: a float's shortest form, so 180.0001 stays 180.0001, not its binary expansion.
+    return Decimal(str(value)) if isinstance(value, float) else Decimal(value)
 
 
 def _text_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
@@ -131,13 +141,14 @@ def _text_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
         return None
     if not _DECIMAL.fullmatch(text):
         raise malformed(f"The parameter {name} must be a number of decimal degrees, got {shortened(text, repr)}.")
-    return Decimal(text)
+    return decimal_number(text)
 
 
 def _check_range(name: str, value: Decimal, limit: int) -> None:
     if not -limit <= value <= limit:
         # Exact, not rounded to a float: 180.0001 must not read "got 180", nor 1e400 "got inf".
-        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {shortened(str(value))}.")
+        shown = shortened(str(value)) if value.is_finite() else f"a number beyond ±1E+{decimal.MAX_EMAX}"
+        raise invalid(f"{name} must be between -{limit} and {limit} degrees, got {shown}.")
 
 
 def _parse_date(text: str) -> dt.date:

@@ -63,7 +63,7 @@ def test_calc_error_is_the_envelope_message_and_a_failing_status(capsys, data_di
 
 
 @pytest.mark.parametrize("latitude,longitude", [("1e400", "2"), ("0.5", "180.0000000000000001"), ("95", "2"),
-                                                ("forty", "2")])
+                                                ("forty", "2"), ("1e999999999999999999999", "2")])
 def test_calc_reads_coordinates_as_the_api_does(live_server, capsys, data_dir, latitude, longitude):
     # As text, exactly: a float would read 180.0000000000000001 as 180 and 1e400 as infinity.
     status, out, _ = run(capsys, data_dir, "calc", "--lat", latitude, "--lon", longitude, "--date", "2026-07-14",

@@ -63,6 +63,8 @@ async def test_wrong_json_types_are_400(api):
     ("1" + "0" * 400, "10000000000000000000… (401 characters)"),
     ("9" * 4301, "99999999999999999999… (4301 characters)"),  # past Python's 4,300-digit limit on int()
     ("-90.0000000000000000001", "-90.0000000000000000001"),  # exact, where a double would round it into range
+    ("1e999999999999999999999", "a number beyond ±1E+999999999999999999"),  # past the exponent a Decimal holds
+    ("-1e99999999999999999999", "a number beyond ±1E+999999999999999999"),
 ])
 async def test_a_huge_json_number_is_refused_as_out_of_range(api, number, shown):
     body = '{"date": "2026-07-14", "local_time": "14:30", "longitude": 2.35, "latitude": ' + number + "}"
@@ -72,6 +74,15 @@ async def test_a_huge_json_number_is_refused_as_out_of_range(api, number, shown)
     query = urlencode({**PARIS, "latitude": number})
     error = assert_envelope(await api(f"/api/v1/solar-time?{query}"), 400, "INVALID_REQUEST")
     assert error["message"] == f"latitude must be between -90 and 90 degrees, got {shown}."
+
+
+@pytest.mark.parametrize("number", ["1e-400", "-1e-999999999999999999999", "0e999999999999999999999"])
+async def test_a_number_with_a_tiny_exponent_reads_as_zero(api, number):
+    body = '{"date": "2026-07-14", "local_time": "14:30", "latitude": 48.85, "longitude": ' + number + "}"
+    reply = await api("/api/v1/solar-time", "POST", body, {"Content-Type": "application/json"})
+    assert reply.status == 200 and reply.json()["location"]["longitude"] == 0, reply.body
+    reply = await api("/api/v1/solar-time?" + urlencode({**PARIS, "latitude": 48.85, "longitude": number}))
+    assert reply.status == 200 and reply.json()["location"]["longitude"] == 0, reply.body
 
 
 async def test_nonexistent_local_time_names_the_transition(api):

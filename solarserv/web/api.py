@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from typing import Any
 
 from solarserv import request as request_fields
@@ -50,7 +49,8 @@ def _decode_json(body: bytes) -> Any:
     try:
         # Numbers as Decimal: exact, and read whatever their size (int() refuses more than 4,300 digits, float()
         # makes 1e400 infinite), so that one out of range is refused as such, quoted as sent.
-        return json.loads(body, parse_constant=_reject_constant, parse_float=Decimal, parse_int=Decimal)
+        return json.loads(body, parse_constant=_reject_constant, parse_float=request_fields.decimal_number,
+                          parse_int=request_fields.decimal_number)
     except (UnicodeDecodeError, ValueError) as exc:
         raise malformed(f"The request body is not valid JSON: {exc}.") from None
     except RecursionError:
