@@ -240,6 +240,18 @@ async def test_the_admin_token_stays_out_of_the_logs_on_mistyped_console_urls(br
     assert len(messages) >= 5 and not any(ADMIN_TOKEN in message for message in messages)
 
 
+async def test_a_token_that_is_not_utf8_is_400_and_its_bytes_stay_out_of_the_logs(browser, caplog):
+    caplog.set_level(logging.INFO)
+    reply = await browser.get("/console/login?token=%ff%fesecret-bytes")
+    assert reply.code == 400 and "400 Bad Request" in browser.text(reply)  # the console's own error page
+    xsrf = await browser.form_token()
+    reply = await browser._fetch("/console/login", "POST", f"_xsrf={xsrf}&token=%ffsecret-bytes", {})
+    assert reply.code == 400 and SESSION_COOKIE not in browser.cookies
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum("The argument token is not valid UTF-8." in message for message in messages) == 2
+    assert not any("secret-bytes" in message or "\\xff" in message for message in messages)
+
+
 async def test_a_login_link_that_fails_inside_the_server_logs_the_traceback_but_not_the_token(browser, keys, caplog):
     caplog.set_level(logging.INFO)
     keys.close()  # the session cannot be recorded: an exception no handler expects (a disk full, a broken store)

@@ -234,6 +234,15 @@ def test_a_long_path_or_value_writes_a_bounded_amount(live_server, caplog, metho
     assert sum(len(line) for line in logged) < 2_000
 
 
+async def test_a_static_path_that_is_not_utf8_is_400_without_its_bytes_in_the_log(api, caplog):
+    caplog.set_level(logging.INFO)
+    reply = await api("/static/%ff%fe-sent")
+    assert reply.status == 400 and b"<h1>400" in reply.body  # the page's own error page
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("The path is not valid UTF-8." in message for message in messages)
+    assert not any("-sent" in message.partition(" → ")[2] or "\\xff" in message for message in messages)
+
+
 async def test_unknown_path_and_method_are_envelopes(api):
     assert_envelope(await api("/api/v1/nothing"), 404, "NOT_FOUND")
     refused = await api("/api/v1/solar-time", "PUT", PARIS)

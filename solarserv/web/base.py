@@ -15,7 +15,7 @@ from typing import Any
 
 import tornado.web
 
-from solarserv.errors import ApiError
+from solarserv.errors import ApiError, malformed
 from solarserv.keys import KeyStoreBusy
 from solarserv.text import TARGET_SHOWN, escaped, shortened
 from solarserv.web import access
@@ -67,6 +67,16 @@ class BaseHandler(tornado.web.RequestHandler):
         the same work (for the API, the same count against the limit), the same status and headers as a
         GET; 405 where there is no GET."""
         return self.get(*args)
+
+    def decode_argument(self, value: bytes, name: str | None = None) -> str:
+        """A query or form argument, or a part of the path, as text. Tornado's refuses bytes that are not UTF-8
+        with an HTTPError whose message, which the log writes, quotes them: a console login link's admin token.
+        This refusal is the service's own 400, naming the argument but not what it held."""
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            what = f"The argument {name}" if name else "The path"
+            raise malformed(f"{what} is not valid UTF-8.") from None
 
     def check_xsrf_cookie(self) -> None:
         """Tornado calls this before any handler code, for every method but GET, HEAD and OPTIONS. A body that
