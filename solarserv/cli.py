@@ -381,7 +381,9 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
     # Every flag is text, as the GET alias's query parameters are: read the same way, numbers exact.
     fields = {name: getattr(args, name) for name in FIELD_NAMES}
     try:
-        query = parse_query_fields({name: [value.encode()] for name, value in fields.items() if value is not None})
+        # An argument that was not UTF-8 arrives as surrogates (os.fsdecode): its bytes back, refused as the API does.
+        query = parse_query_fields({name: [value.encode("utf-8", "surrogateescape")]
+                                    for name, value in fields.items() if value is not None})
         result = asyncio.run(Pipeline.build(settings).run(query))
     except ApiError as error:
         if args.json:

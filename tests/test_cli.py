@@ -75,6 +75,13 @@ def test_calc_reads_coordinates_as_the_api_does(live_server, capsys, data_dir, l
     assert status == 1 and json.loads(out) == json.load(refused.value)
 
 
+def test_calc_refuses_an_argument_that_is_not_utf8_as_the_api_does(capsys, data_dir):
+    # sys.argv holds such a byte as a surrogate (os.fsdecode), which str.encode() refused with a traceback.
+    status, _, err = run(capsys, data_dir, "calc", "--lat", os.fsdecode(b"\xff"), "--lon", "2", "--date",
+                         "2026-07-14", "--time", "12:00")
+    assert status == 1 and err.strip() == "error INVALID_REQUEST: The query parameter latitude is not valid UTF-8."
+
+
 def test_a_reader_that_goes_away_stops_a_command_quietly(data_dir):
     command = subprocess.Popen([sys.executable, "-m", "solarserv", "plugins", "--data-dir", str(data_dir)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
