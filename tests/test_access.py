@@ -288,6 +288,18 @@ async def test_trusted_proxy_headers_name_the_client(api, limiter, overrides):
                       "ip:2001:db8::1": 1, "ip:192.0.2.99": 0}
 
 
+@pytest.mark.parametrize("overrides", [{"trust_proxy": True}])
+@pytest.mark.parametrize("header", ["X-Forwarded-For", "X-Real-IP"])
+async def test_a_proxy_header_that_is_not_a_plain_address_is_ignored(api, limiter, caplog, overrides, header):
+    caplog.set_level(logging.INFO, logger="tornado.access")
+    # A scope id is free text of the client's choosing: a fresh quota per name, and text for the log.
+    for sent in ("fe80::1%eth0", "fe80::1%\x9b31mred", "203.0.113.9 x", "203.0.113.9/24"):
+        await api(PARIS_GET, headers={header: sent})
+    counts = await limiter.current_counts(["ip:127.0.0.1", "ip:fe80::1%eth0", "ip:203.0.113.9"])
+    assert counts == {"ip:127.0.0.1": 4, "ip:fe80::1%eth0": 0, "ip:203.0.113.9": 0}
+    assert [record.getMessage().split(" (")[1][:10] for record in caplog.records] == ["127.0.0.1)"] * 4
+
+
 @pytest.mark.parametrize(("overrides", "client"), [({"trust_proxy": True}, "203.0.113.5"), ({}, "127.0.0.1")])
 async def test_the_access_log_names_the_client_the_limits_count(api, caplog, overrides, client):
     caplog.set_level(logging.INFO, logger="tornado.access")

@@ -95,15 +95,18 @@ def client_ip(request: tornado.httputil.HTTPServerRequest, trust_proxy: bool) ->
     The last X-Forwarded-For entry wins: it is the one our own proxy appended, while earlier entries (and
     an X-Real-IP the proxy merely passes through) can come from the client and would let it pick a fresh
     address, and so a fresh quota, per request. X-Real-IP is used only when there is no X-Forwarded-For.
-    A value that is not an IP address is ignored.
+    A value that is not a plain IPv4 or IPv6 address is ignored, the socket's peer used: one with a scope id
+    (``fe80::1%eth0``) is a name of the client's choosing, a fresh quota per name and text for the log.
     """
     if trust_proxy:
         forwarded = (request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
                      or request.headers.get("X-Real-IP", "")).strip()
         try:
-            return str(ipaddress.ip_address(forwarded))
+            address = ipaddress.ip_address(forwarded)
         except ValueError:
-            pass
+            address = None
+        if address is not None and getattr(address, "scope_id", None) is None:
+            return str(address)
     return request.remote_ip or "unknown"
 
 

@@ -149,14 +149,14 @@ def request_summary(handler: tornado.web.RequestHandler) -> str:
     """The request as a log line names it, "GET /path?query (client address)", without the query string
     where it may hold the admin token: on console pages (the login link), and wherever a ``token``
     parameter is given (a console URL mistyped). What the client sent is shortened and escaped (bytes 0x80 to
-    0x9F arrive as control characters). The address is the client's as the rate limits count it: with
-    TRUST_PROXY, the one the proxy reports, not the proxy's."""
+    0x9F arrive as control characters), and so is the address. It is the client's as the rate limits count it:
+    with TRUST_PROXY, the one the proxy reports, not the proxy's."""
     request = handler.request
     holds_token = request.path.lower().startswith(CONSOLE_PATH) or any(
         name.lower() == "token" for name in request.query_arguments)
     client = access.client_ip(request, handler.application.settings["services"].settings.trust_proxy)
     target = request.path if holds_token else request.uri
-    return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({client})"
+    return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({escaped(shortened(client))})"
 
 
 class ApiHandler(BaseHandler):
