@@ -283,9 +283,21 @@ async def test_trusted_proxy_headers_name_the_client(api, limiter, overrides):
     # A client-sent X-Real-IP passed through a proxy that appends X-Forwarded-For picks no fresh quota.
     await api(PARIS_GET, headers={"X-Forwarded-For": "203.0.113.2", "X-Real-IP": "192.0.2.99"})
     counts = await limiter.current_counts(["ip:203.0.113.1", "ip:203.0.113.2", "ip:198.51.100.7",
-                                           "ip:127.0.0.1", "ip:2001:db8::1", "ip:192.0.2.99"])
+                                           "ip:127.0.0.1", "ip:2001:db8::/64", "ip:192.0.2.99"])
     assert counts == {"ip:203.0.113.1": 1, "ip:203.0.113.2": 2, "ip:198.51.100.7": 0, "ip:127.0.0.1": 1,
-                      "ip:2001:db8::1": 1, "ip:192.0.2.99": 0}
+                      "ip:2001:db8::/64": 1, "ip:192.0.2.99": 0}
+
+
+@pytest.mark.parametrize("overrides", [{"trust_proxy": True}])
+async def test_an_ipv6_client_is_counted_by_its_64_and_a_mapped_ipv4_one_as_ipv4(api, limiter, overrides):
+    # One subscriber is given a whole /64 and can send each request from a fresh address in it.
+    for address in ("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:3::1", "::ffff:203.0.113.7",
+                    "203.0.113.7"):
+        await api(PARIS_GET, headers={"X-Forwarded-For": address})
+    counts = await limiter.current_counts(["ip:2001:db8:1:2::/64", "ip:2001:db8:1:3::/64", "ip:203.0.113.7",
+                                           "ip:2001:db8:1:2::1", "ip:::ffff:203.0.113.7"])
+    assert counts == {"ip:2001:db8:1:2::/64": 2, "ip:2001:db8:1:3::/64": 1, "ip:203.0.113.7": 2,
+                      "ip:2001:db8:1:2::1": 0, "ip:::ffff:203.0.113.7": 0}
 
 
 @pytest.mark.parametrize("overrides", [{"trust_proxy": True}])

@@ -340,6 +340,16 @@ async def test_login_attempts_are_limited_per_client(browser):
     assert SESSION_COOKIE not in browser.cookies
 
 
+async def test_login_attempts_from_one_ipv6_64_share_one_count(browser, app):
+    services = app.settings["services"]
+    services.settings = dataclasses.replace(services.settings, trust_proxy=True)
+    form = {"token": "guess", "_xsrf": await browser.form_token()}
+    for host in range(LOGIN_ATTEMPTS_PER_MINUTE + 1):  # a fresh address in the /64 for every guess
+        reply = await browser._fetch("/console/login", "POST", urlencode(form),
+                                     {"X-Forwarded-For": f"2001:db8:5:6::{host + 1:x}"})
+    assert reply.code == 429 and "Too many login attempts" in browser.text(reply)
+
+
 @pytest.mark.parametrize(("target", "expected"), [
     ("/console?page=2", "/console?page=2"),
     (None, "/console"),

@@ -86,7 +86,22 @@ def key_counter(key: ApiKey) -> str:
 
 
 def ip_counter(ip: str) -> str:
-    return f"ip:{ip}"
+    return f"ip:{counted_address(ip)}"
+
+
+def counted_address(ip: str) -> str:
+    """Whom the limits count for the client address ``ip``: an IPv6 client by its /64 (``2001:db8::/64``), which
+    one subscriber is given whole and can pick a fresh address from for every request; an IPv4-mapped IPv6
+    address (``::ffff:192.0.2.1``) as the IPv4 address it is; an IPv4 address as itself."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:  # "unknown": no socket address
+        return ip
+    if address.version == 4:
+        return str(address)
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(ipaddress.IPv6Network((int(address) >> 64 << 64, 64)))  # int(): a scope id is no part of it
 
 
 def client_ip(request: tornado.httputil.HTTPServerRequest, trust_proxy: bool) -> str:

@@ -34,7 +34,7 @@ import tornado.web
 
 from solarserv.keys import ACTIVE, INACTIVE, LABEL_MAX_LENGTH, TIERS, KeyStoreBusy, KeyStoreError
 from solarserv.text import shortened
-from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, key_counter
+from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
 from solarserv.web.base import CONSOLE_PATH, BaseHandler
 
 LOGIN_PATH = "/console/login"
@@ -208,7 +208,7 @@ class LoginHandler(ConsoleHandler):
 
     async def _log_in(self, token: str) -> None:
         attempts = await self.services.limiter.hit(
-            f"console-login:{client_ip(self.request, self.services.settings.trust_proxy)}",
+            f"console-login:{counted_address(client_ip(self.request, self.services.settings.trust_proxy))}",
             LOGIN_ATTEMPTS_PER_MINUTE)
         if not attempts.allowed:
             self.set_header("Retry-After", str(attempts.retry_after))
