@@ -312,7 +312,7 @@ def solarserv_environment(data_dir: Path, redis_url: str | None = None) -> dict[
     """The embedded defaults (whatever solarserv settings this shell has are left out), except these."""
     environment = config.without_settings(os.environ)
     environment.update(SOLARSERV_DATA_DIR=str(data_dir), ANON_RPM=str(RATE_LIMIT_OUT_OF_THE_WAY),
-                       ADMIN_TOKEN="benchmark-only")  # a token of its own: no login link to print
+                       ADMIN_TOKEN="benchmark-only-admin-token")  # a token of its own: no login link to print
     if redis_url:
         environment["REDIS_URL"] = redis_url
     return environment

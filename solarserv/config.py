@@ -113,6 +113,17 @@ def redis_url_shown(url: str) -> str:
     return f"{scheme}{separator}{location}{f'?db={database}' if database else ''}"
 
 
+# A token a console login is guessed against: 20 characters of a URL-safe alphabet are 120 bits (a generated
+# one has 43).
+ADMIN_TOKEN_MIN_LENGTH = 20
+
+
+def _admin_token(text: str) -> str:
+    if len(text) < ADMIN_TOKEN_MIN_LENGTH:
+        raise ValueError(f"must be at least {ADMIN_TOKEN_MIN_LENGTH} characters")
+    return text
+
+
 def _one_of(*choices: str) -> Callable[[str], str]:
     """A parser that takes any of `choices`, in any case, and gives it as written there."""
     by_folded = {choice.casefold(): choice for choice in choices}
@@ -153,7 +164,7 @@ class Setting:
     default: Any
     help: str
     empty_is_value: bool = False  # an empty value is a value, not "unset" (an allow-list allowing nothing)
-    shown_in_errors: Callable[[str], str] = str  # a value holding secrets hides them here
+    shown_in_errors: Callable[[str], str] = repr  # a value holding secrets hides them here
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -166,11 +177,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory for the SQLite key store and the gazetteer index."),
     Setting("redis_url", "REDIS_URL", "--redis-url", _redis_url, None,
             "Redis URL for shared rate-limit counters: redis://[[user]:password@]host[:port][/db], rediss://… "
-            "(TLS) or unix://path[?db=N]; unset: in-process counters.", shown_in_errors=redis_url_shown),
+            "(TLS) or unix://path[?db=N]; unset: in-process counters.",
+            shown_in_errors=lambda url: repr(redis_url_shown(url))),
     Setting("api_key_required", "API_KEY_REQUIRED", None, _bool, False,
             "true: every API request needs a valid X-API-Key."),
-    Setting("admin_token", "ADMIN_TOKEN", None, str, None,
-            "Console login token; unset: one is generated at start and its login URL printed."),
+    Setting("admin_token", "ADMIN_TOKEN", None, _admin_token, None,
+            f"Console login token, at least {ADMIN_TOKEN_MIN_LENGTH} characters; unset: one is generated at start "
+            "and its login URL printed.", shown_in_errors=lambda token: "(hidden)"),
     Setting("trust_proxy", "TRUST_PROXY", "--trust-proxy", _bool, False,
             "true: take the client IP from X-Forwarded-For / X-Real-IP, and HTTPS from X-Forwarded-Proto (the "
             "console cookie's Secure flag)."),
@@ -271,5 +284,5 @@ def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | No
         try:
             values[setting.name] = setting.parse(raw) if isinstance(raw, str) else raw
         except ValueError as exc:
-            raise SettingsError(f"{source}={setting.shown_in_errors(raw)!r}: {exc}") from None
+            raise SettingsError(f"{source}={setting.shown_in_errors(raw)}: {exc}") from None
     return Settings(**values)
