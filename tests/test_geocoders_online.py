@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -259,6 +260,15 @@ def test_nominatim_gets_the_configured_user_agent_and_asks_for_settlements(nomin
     assert path == "/nominatim/search" and user_agent == "solarserv-tests/1 (loopback)"
     assert query["q"] == [b"Paris, Texas"] and query["format"] == [b"json"]
     assert query["featureType"] == [b"settlement"] and query["accept-language"] == [b"en"]
+
+
+def test_the_urls_asked_are_not_logged_at_debug(provider_server, nominatim, photon, caplog):
+    caplog.set_level(logging.DEBUG)  # as LOG_LEVEL=DEBUG sets the root logger
+    locate(nominatim, "Paris, Texas")
+    locate(photon, "Berlin")
+    asyncio.run(nominatim.describe(48.858, 2.295))
+    assert not [record.getMessage() for record in caplog.records if record.name.startswith("geopy")]
+    assert provider_server["requests"][-1][0] == "/nominatim/reverse"  # the calls were made
 
 
 def test_nominatim_one_place(nominatim):

@@ -32,6 +32,9 @@ from solarserv.geo.matching import MAX_CANDIDATES, Match, choose, fold, not_foun
 from solarserv.models import Place
 
 log = logging.getLogger("solarserv.geo")
+# geopy logs each call's URL at DEBUG, the place name a client asked for in its query (and a provider's key, for
+# those that take one): failures are logged here, in one line each, without it.
+logging.getLogger("geopy").setLevel(logging.ERROR)
 
 DEFAULT_USER_AGENT = f"solarserv/{solarserv.__version__}"
 # Ask for more hits than a 409 shows, so the ambiguity rules see places beyond the provider's top few.
