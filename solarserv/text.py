@@ -22,8 +22,17 @@ _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u20
 
 
 def has_hidden_characters(text: str) -> bool:
-    return any(character in _BIDI_CONTROLS or unicodedata.category(character) in _HIDDEN_CATEGORIES
-               for character in text)
+    return any(_hidden(character) for character in text)
+
+
+def without_hidden_characters(text: str) -> str:
+    """``text`` less the characters has_hidden_characters finds: for names another service gave, which are shown
+    and logged as they come."""
+    return "".join(character for character in text if not _hidden(character))
+
+
+def _hidden(character: str) -> bool:
+    return character in _BIDI_CONTROLS or unicodedata.category(character) in _HIDDEN_CATEGORIES
 
 
 def shortened(text: str, show: Callable[[str], str] = str, longest: int = VALUE_SHOWN) -> str:

@@ -82,6 +82,12 @@ NOMINATIM_SEARCH = {
                                  addresstype="state"),
                  nominatim_place("Victoria", 48.4283182, -123.364953, "Canada", "ca", "British Columbia", "91867")],
     "Nowhere at all": [],
+    # A provider's data is anyone's edit: hidden characters in names, codes that are not ISO 3166's.
+    "Odd text": [nominatim_place("Odd\u202etown\x85", 45.0, 5.0, "Fr\x1bance", "f\u0131", "Rh\u2028\u00f4ne")],
+    "Odd code": [nominatim_place("Oddville", 45.0, 5.0, "France", "fra")],
+    # More than it was asked for: one town in each of 25 countries.
+    "Everywhere": [nominatim_place("Everywhere", 10.0 + n, 5.0, f"Land {n}", chr(65 + n) + "X", None, str(1000 - n))
+                   for n in range(25)],
     "Unreadable": [{"place_id": 1, "display_name": "Somewhere", "address": {"country_code": "fr"}}],
 }
 # Reverse geocoding asks for the point to 3 decimals (TOWN_DECIMALS): these are the points asked.
@@ -293,6 +299,23 @@ def test_nominatim_places_in_several_countries_are_ambiguous(nominatim):
         ("Paris, Ile-de-France, France", True), ("Paris, Texas, United States", False),
         ("Paris, Tennessee, United States", False)]
     assert candidates[0]["population"] == 2133111 and candidates[0]["country_code"] == "FR"
+
+
+def test_hidden_characters_and_codes_other_than_two_letters_are_not_taken_from_the_provider(nominatim, photon,
+                                                                                           provider_server):
+    place = locate(nominatim, "Odd text").place
+    assert (place.display_name, place.country_code) == ("Oddtown, Rhône, France", "")  # "fı": a dotless i
+    assert locate(nominatim, "Odd code").place.country_code == ""
+    PHOTON_SEARCH["Odd code"] = [photon_feature("Oddville", 45.0, 5.0, "France", "F1", None)]
+    try:
+        assert locate(photon, "Odd code").place.country_code == ""
+    finally:
+        del PHOTON_SEARCH["Odd code"]
+
+
+def test_at_most_the_hits_asked_for_are_read(nominatim):
+    error = refusal(nominatim, "Everywhere")
+    assert error.message.startswith(f"'Everywhere' matches places in {online.HITS_PER_QUERY} countries")
 
 
 def test_nominatim_several_in_one_country_gives_the_most_populous(nominatim):

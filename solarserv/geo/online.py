@@ -30,6 +30,7 @@ from solarserv.errors import ApiError, geocoder_unavailable
 from solarserv.geo import Located
 from solarserv.geo.matching import MAX_CANDIDATES, Match, choose, fold, not_found, split_qualifiers, tidy
 from solarserv.models import Place
+from solarserv.text import without_hidden_characters
 
 log = logging.getLogger("solarserv.geo")
 # geopy logs each call's URL at DEBUG, the place name a client asked for in its query (and a provider's key, for
@@ -91,7 +92,7 @@ class NominatimProvider:
             display_name=_display_name(name, address.get("state"), address.get("country")),
             latitude=float(raw["lat"]),
             longitude=float(raw["lon"]),
-            country_code=address.get("country_code", "").upper(),
+            country_code=_country_code(address.get("country_code")),
             population=_population((raw.get("extratags") or {}).get("population")),
         )
 
@@ -137,7 +138,7 @@ class PhotonProvider:
             display_name=_display_name(name, properties.get("state"), properties.get("country")),
             latitude=hit.latitude,
             longitude=hit.longitude,
-            country_code=(properties.get("countrycode") or "").upper(),
+            country_code=_country_code(properties.get("countrycode")),
         )
 
     def own_names(self, hit: GeopyLocation) -> set[str]:
@@ -222,8 +223,9 @@ class OnlineGeocoder:
         # The provider applies qualifiers itself ("Paris, Texas"); the name before them decides
         # whether a hit matched a place's own name or another of its names.
         asked_name = fold(split_qualifiers(asked)[0])
+        # However many the provider sends: it is asked for HITS_PER_QUERY.
         return [Match(self.provider.place(hit), by_own_name=_named(asked_name, self.provider.own_names(hit)))
-                for hit in self.provider.search(asked)]
+                for hit in self.provider.search(asked)[:HITS_PER_QUERY]]
 
     async def _remembered(self, answers: collections.OrderedDict[Key, tuple[Result, float]], key: Key,
                           read: Callable[..., Result], *args: Any, may_wait: bool = True) -> Result:
@@ -326,12 +328,18 @@ def _failure_kind(exc: GeopyError) -> str:
 
 
 def _display_name(name: str | None, region: str | None, country: str | None) -> str:
-    """"Paris, Île-de-France, France", leaving out parts that repeat the one before."""
+    """"Paris, Île-de-France, France", leaving out parts that repeat the one before, and any control, bidirectional
+    or other hidden character the provider's data holds (it is shown, and sent on to plugins, as it is)."""
     parts: list[str] = []
-    for part in (name, region, country):
+    for part in (without_hidden_characters(part or "") for part in (name, region, country)):
         if part and (not parts or fold(part) != fold(parts[-1])):
             parts.append(part)
     return ", ".join(parts)
+
+
+def _country_code(code: Any) -> str:
+    """The provider's country code, "FR"; "" for anything but two letters A-Z (as for a point at sea)."""
+    return code.upper() if isinstance(code, str) and re.fullmatch("[A-Za-z]{2}", code) else ""
 
 
 def _population(tag: str | None) -> int | None:
