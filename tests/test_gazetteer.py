@@ -23,7 +23,7 @@ from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder, discs, gazetteer
 from solarserv.geo.gazetteer import Gazetteer
 from solarserv.geo.geometry import distance_and_bearing
-from solarserv.geo.matching import MAX_CANDIDATES, Match, fold, relevant, split_qualifiers
+from solarserv.geo.matching import COUNTRIES_NAMED, MAX_CANDIDATES, Match, fold, relevant, split_qualifiers
 from solarserv.geo.offline import OfflineGeocoder, read_towns
 from solarserv.models import Place
 
@@ -377,10 +377,14 @@ def test_an_alternate_name_of_a_place_far_smaller_than_the_best_match_does_not_c
 def test_every_country_a_name_is_in_has_a_candidate(geocoder, name):
     # Springfield: ten places in the US alone are more populous than those in Australia and Britain.
     error = refusal(geocoder, name)
-    countries = re.search(r"matches places in \d+ countries \(([A-Z, ]+)\)", error.message)[1].split(", ")
+    said = re.search(r"matches places in (\d+) countries \(([A-Z, ]+?)(?: and (\d+) more)?\)", error.message)
+    count, named = int(said[1]), said[2].split(", ")
     candidates = error.extra["candidates"]
-    assert {c["country_code"] for c in candidates} == set(countries)
-    assert len(candidates) == max(len(countries), MAX_CANDIDATES)
+    assert len({c["country_code"] for c in candidates}) == count
+    # The message names ten (San Jose is in 14 countries), the most populous first, then how many more.
+    assert named == list(dict.fromkeys(c["country_code"] for c in candidates))[:COUNTRIES_NAMED]
+    assert int(said[3] or 0) == count - len(named)
+    assert len(candidates) == max(count, MAX_CANDIDATES)
     populations = [c["population"] for c in candidates]
     assert populations == sorted(populations, reverse=True)
 

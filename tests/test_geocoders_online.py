@@ -318,6 +318,13 @@ def test_at_most_the_hits_asked_for_are_read(nominatim):
     assert error.message.startswith(f"'Everywhere' matches places in {online.HITS_PER_QUERY} countries")
 
 
+def test_an_ambiguity_names_ten_countries_then_how_many_more(nominatim):
+    error = refusal(nominatim, "Everywhere")
+    assert error.message.startswith("'Everywhere' matches places in 20 countries (AX, BX, CX, DX, EX, FX, GX, HX, "
+                                    "IX, JX and 10 more). ")
+    assert len(error.extra["candidates"]) == 20  # one of every country, to resend
+
+
 def test_nominatim_several_in_one_country_gives_the_most_populous(nominatim):
     located = locate(nominatim, "Springfield, US")
     assert located.place.display_name == "Springfield, Missouri, United States"

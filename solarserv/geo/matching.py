@@ -29,6 +29,8 @@ _ABBREVIATIONS = {"st": "saint", "ste": "sainte", "mt": "mount", "ft": "fort"}
 ALTERNATE_NAME_MIN_SHARE = 0.1
 # A 409 lists the most populous place of every country the name is in, then more up to this many.
 MAX_CANDIDATES = 10
+# A 409's message names this many of the countries, then says how many more (a name can be in dozens).
+COUNTRIES_NAMED = 10
 
 
 def fold(text: str) -> str:
@@ -127,9 +129,12 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
     chosen = ranked[0]
     countries = list(dict.fromkeys(m.place.country_code for m in ranked))
     if len(countries) > 1:
+        named = ", ".join(countries[:COUNTRIES_NAMED])
+        if len(countries) > COUNTRIES_NAMED:
+            named += f" and {len(countries) - COUNTRIES_NAMED} more"
         raise ApiError(
             "AMBIGUOUS_LOCATION", 409,
-            f"'{asked}' matches places in {len(countries)} countries ({', '.join(countries)}). "
+            f"'{asked}' matches places in {len(countries)} countries ({named}). "
             f"Resend with the latitude and longitude of one of the candidates, or narrow the name with a "
             f"country or region, e.g. '{asked}, {chosen.place.country_code}'.",
             candidates=[candidate_json(m.place, recommended=m is chosen) for m in _candidates(ranked)],
