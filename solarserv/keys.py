@@ -17,6 +17,7 @@ import datetime as dt
 import functools
 import hashlib
 import hmac
+import os
 import re
 import secrets
 import sqlite3
@@ -196,7 +197,13 @@ class KeyStore:
         except OSError as exc:
             reason = "it is not a directory" if isinstance(exc, FileExistsError) else exc.strerror
             raise KeyStoreUnusable(f"The key store cannot be kept in the data dir {data_dir}: {reason}.") from None
-        return cls(cls.path_in(data_dir), wait_for_writer=wait_for_writer)
+        path = cls.path_in(data_dir)
+        # Created readable by its owner alone: it holds the keys' digests and the console's sessions, and SQLite
+        # gives its -wal and -shm files the mode of the database. One that exists is left as it is; any other
+        # failure, SQLite's open reports below.
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        return cls(path, wait_for_writer=wait_for_writer)
 
     @staticmethod
     def path_in(data_dir: Path) -> Path:

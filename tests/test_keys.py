@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
@@ -204,6 +205,19 @@ def is_closed(db: sqlite_utils.Database) -> bool:
     except sqlite3.ProgrammingError:  # "Cannot operate on a closed database."
         return True
     return False
+
+
+def test_a_new_store_is_readable_by_its_owner_alone_and_an_existing_one_keeps_its_mode(tmp_path):
+    store = KeyStore.open(tmp_path / "new")
+    store.create("Acme", "free")  # a write: the -wal and -shm files exist now
+    assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in (tmp_path / "new").iterdir()} == {
+        "keys.db": 0o600, "keys.db-wal": 0o600, "keys.db-shm": 0o600}
+    store.close()
+    (tmp_path / "old").mkdir()
+    KeyStore(tmp_path / "old" / "keys.db").close()
+    (tmp_path / "old" / "keys.db").chmod(0o640)
+    KeyStore.open(tmp_path / "old").close()
+    assert stat.S_IMODE((tmp_path / "old" / "keys.db").stat().st_mode) == 0o640
 
 
 def test_a_store_that_cannot_be_in_wal_mode_is_refused(connections):
