@@ -241,6 +241,16 @@ async def test_the_admin_token_stays_out_of_the_logs_on_mistyped_console_urls(br
     assert len(messages) >= 5 and not any(ADMIN_TOKEN in message for message in messages)
 
 
+async def test_an_api_key_sent_in_the_query_stays_out_of_the_logs(browser, keys, caplog):
+    caplog.set_level(logging.INFO)
+    key = keys.create("Acme", "free").key
+    for query in (f"api_key={key}", f"X-API-Key={key}", f"k={key}", "api_key=%ff%fe-sent-bytes"):
+        await browser.get(f"/api/v1/solar-time?date=2026-07-14&{query}")
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) >= 4 and not any(key in message or "sent-bytes" in message for message in messages)
+    assert messages[-1].startswith("400 GET /api/v1/solar-time (")
+
+
 async def test_a_token_that_is_not_utf8_is_400_and_its_bytes_stay_out_of_the_logs(browser, caplog):
     caplog.set_level(logging.INFO)
     reply = await browser.get("/console/login?token=%ff%fesecret-bytes")

@@ -16,7 +16,7 @@ from typing import Any
 import tornado.web
 
 from solarserv.errors import ApiError, malformed
-from solarserv.keys import KeyStoreBusy
+from solarserv.keys import KEY_PREFIX, KeyStoreBusy
 from solarserv.text import TARGET_SHOWN, escaped, shortened
 from solarserv.web import access
 
@@ -25,6 +25,9 @@ access_log = logging.getLogger("tornado.access")
 
 # Where the operator console lives (solarserv.web.console); its login link carries the admin token.
 CONSOLE_PATH = "/console"
+
+# Query parameters whose value may be a secret (request_summary), as written with "_" for "-" in lower case.
+_SECRET_PARAMETERS = frozenset({"token", "api_key", "apikey", "x_api_key", "key"})
 
 # The API codes of the refusals Tornado raises itself, as an HTTPError, before any code of an API handler runs: a
 # method it does not answer. This service raises ApiError.
@@ -147,15 +150,16 @@ def log_request(handler: tornado.web.RequestHandler) -> None:
 
 def request_summary(handler: tornado.web.RequestHandler) -> str:
     """The request as a log line names it, "GET /path?query (client address)", without the query string
-    where it may hold the admin token: on console pages (the login link), and wherever a ``token``
-    parameter is given (a console URL mistyped). What the client sent is shortened and escaped (bytes 0x80 to
+    where it may hold a secret: on console pages (the login link), wherever a ``token`` parameter is given (a
+    console URL mistyped), and wherever an API key is (``api_key=``, or a value with the keys' prefix: sent
+    where the X-API-Key header was meant). What the client sent is shortened and escaped (bytes 0x80 to
     0x9F arrive as control characters), and so is the address. It is the client's as the rate limits count it:
     with TRUST_PROXY, the one the proxy reports, not the proxy's."""
     request = handler.request
-    holds_token = request.path.lower().startswith(CONSOLE_PATH) or any(
-        name.lower() == "token" for name in request.query_arguments)
+    holds_secret = (request.path.lower().startswith(CONSOLE_PATH) or KEY_PREFIX in request.query
+                    or any(name.lower().replace("-", "_") in _SECRET_PARAMETERS for name in request.query_arguments))
     client = access.client_ip(request, handler.application.settings["services"].settings.trust_proxy)
-    target = request.path if holds_token else request.uri
+    target = request.path if holds_secret else request.uri
     return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({escaped(shortened(client))})"
 
 
