@@ -360,6 +360,9 @@ def assert_every_crossing_is_one_days_event(latitude: float, longitude: float, f
         (-89.7536, -78.9168, "1978-03-15"),  # ... and on the last day it does so
         (89.7798, -35.3615, "1923-03-15"),  # a day that rises, sets and rises again: its first rise counts
         (89.1538, 32.0408, "1972-09-17"),  # a day that sets, rises and sets again: its last set counts
+        (-90.0, 180.0, "1979-09-17"),  # a sunrise 21 s from a solar midnight, where noon + 12 h was already past
+        (89.92734, 180.0, "1992-03-15"),  # the altitude turns 4 h from noon and from midnight: rise, set, rise
+        (-89.9338, 126.4276, "2035-03-15"),  # ... and sets, rises, sets: the middle two were missed
     ],
 )
 def test_every_crossing_of_the_standard_altitude_is_one_days_event(latitude, longitude, first_day):

@@ -32,12 +32,13 @@ a stretch whose ends lie on either side of the line holds one crossing, found by
 
 Cost: before its first call the search tells the engine the span it will probe, the solar day around the
 transit (``SunEngine.prepare``: the fast engine fits its days in one evaluation). Then two or three engine
-calls for noon, two for the solar midnights and usually one per event: the
-first guess comes from the Sun's hour angle and declination interpolated between the noon and midnight
-probes, and one engine call confirms it. Six to eight calls in all (six for 85% of scripts/bench_http.py's
-requests), four or five in polar states. Grazing events near the polar-day or polar-night thresholds, and
-days near the poles, take a few Newton steps more, and a turn near the line one call: at most eighteen per
-request on 80,000 random days 1900–2050, a third of them within 30° of a pole and a third within 1°; by
+calls for noon, two 12 h either side of it and usually one per event: the first guess comes from the
+Sun's hour angle and declination interpolated between the noon and midnight probes, and one engine call
+confirms it. Six to eight calls in all (six for 85% of scripts/bench_http.py's requests), four or five in
+polar states. Grazing events near the polar-day or polar-night thresholds, and days near the poles, take
+a few Newton steps more, a turn near the line one call, and each solar midnight one when the Sun is near
+the line there: at most 24 per request on 80,000 random days 1900–2050, a third of them within 30° of a
+pole and a third within 1° (the midnights were probed on 0.25% of them); by
 construction never more than 31 per event (see ``_Search.standard_altitude_crossing``). Each call is the
 engine's ``hour_angle_and_declination`` (no topocentric work), and the search runs on Unix seconds as
 floats (a resolution of 0.5 µs in 1900–2050): only the answers become datetimes.
@@ -68,6 +69,10 @@ _TURN_MARGIN_SECONDS = 60.0  # beyond the estimated time of a turn, so that its 
 # How far from the line the Sun can be at noon or midnight and still cross it before its altitude turns:
 # the drift is under the declination's fastest change (0.41° a day), a turn within 6 hours (turn_near).
 _TURN_HEIGHT_LIMIT = 2 * math.radians(0.41) / SECONDS_PER_DAY * HALF_DAY_SECONDS / 2 + _INTERPOLATED_HEIGHT_ERROR
+# How far the Sun's height can move between noon ± 12 h and the solar midnight: an apparent solar day lasts
+# 24 h ± 30 s, and the height changes by less than the Earth's rotation (7.27e-5 rad/s) and the
+# declination's drift (1e-7 rad/s) together.
+_MIDNIGHT_SHIFT_HEIGHT = 30 * 7.3e-5
 
 
 class _Probe(NamedTuple):
@@ -97,9 +102,11 @@ def solar_events(
     search = _Search(engine, latitude, longitude)
     noon, near_noon = search.solar_noon(middle)
     solar_noon = dt.datetime.fromtimestamp(noon, dt.UTC)
-    midnight_before = search.probe(noon - HALF_DAY_SECONDS)
-    midnight_after = search.probe(noon + HALF_DAY_SECONDS)
-    solar_day = _SolarDay.through(noon, midnight_before, near_noon, midnight_after)
+    half_a_day_before = search.probe(noon - HALF_DAY_SECONDS)
+    half_a_day_after = search.probe(noon + HALF_DAY_SECONDS)
+    solar_day = _SolarDay.through(noon, half_a_day_before, near_noon, half_a_day_after)
+    midnight_before = search.solar_midnight(half_a_day_before, solar_day)
+    midnight_after = search.solar_midnight(half_a_day_after, solar_day)
     # The day cut where the altitude turns, into stretches where the Sun only climbs or only sinks: each
     # crosses the standard altitude once if its ends lie on either side of it, else not at all. A turn
     # matters only with the Sun near the line at noon or midnight (near the polar day or night, or a pole);
@@ -142,10 +149,11 @@ def _utc(unix_seconds: float | None) -> dt.datetime | None:
 class _SolarDay(NamedTuple):
     """The Sun's hour angle and declination over one solar day, interpolated without engine calls.
 
-    Parabolas in x = (t − noon) / 12 h through the probes at the solar midnights (x = ±1) and at noon
-    (x = 0; the noon probe lies within a second of it). The hour angle is π·x plus a lag that is zero at
-    noon and follows the change of the equation of time (seconds a day). Both vary on the scale of a
-    year, so what a parabola leaves out (third-order terms) is small: on 15,000 random instants
+    Parabolas in x = (t − noon) / 12 h through the probes 12 h before and after noon (x = ±1, within 15 s
+    of the solar midnights) and at noon (x = 0; the noon probe lies within a second of it). The hour angle
+    is π·x plus a lag that is zero at noon and follows the change of the equation of time (seconds a day).
+    Both vary on the scale of a year, so what a parabola leaves out (third-order terms) is small: on 15,000
+    random instants
     1900–2050 the interpolated hour angle is within 0.3 ms of time of the engine's and the declination
     within 0.007″ — except across a step of UT1 − UTC at 0h UTC (a leap second, the end of the IERS
     table), where the guess can miss by up to the step; the probes that follow correct it.
@@ -157,7 +165,7 @@ class _SolarDay(NamedTuple):
 
     @classmethod
     def through(cls, noon: float, before: _Probe, at_noon: _Probe, after: _Probe) -> _SolarDay:
-        # At the solar midnights the hour angle reads ∓180° plus the lag; at noon it is 0 by definition.
+        # 12 h from noon the hour angle reads ∓180° plus the lag; at noon it is 0 by definition.
         lag_before = math.remainder(before.hour_angle + math.pi, 2 * math.pi)
         lag_after = math.remainder(after.hour_angle - math.pi, 2 * math.pi)
         declination = at_noon.declination
@@ -174,6 +182,14 @@ class _SolarDay(NamedTuple):
         lag_1, lag_2 = self.lag
         declination_0, declination_1, declination_2 = self.declination
         return (math.pi + lag_1 + lag_2 * x) * x, declination_0 + (declination_1 + declination_2 * x) * x
+
+    def solar_midnight(self, side: int) -> float:
+        """The instant the interpolated hour angle reads −180° (``side`` −1, before noon) or +180° (+1)."""
+        lag_1, lag_2 = self.lag
+        # One Newton step from x = ±1 on H(x) = (π + lag_1 + lag_2·x)·x: the lag is under 1e-3 rad, so the
+        # step's error is under a millisecond.
+        x = side - (lag_1 * side + lag_2) / (math.pi + lag_1 + 2 * lag_2 * side)
+        return self.noon + x * HALF_DAY_SECONDS
 
     def rates(self, seconds: float) -> tuple[float, float]:
         """Rates of change of the hour angle and the declination at ``seconds``, radians per second."""
@@ -216,6 +232,19 @@ class _Search:
                 break
         return seconds, last
 
+    def solar_midnight(self, half_a_day_off: _Probe, day: _SolarDay) -> _Probe:
+        """The Sun at the solar midnight next to ``half_a_day_off``, a probe 12 h before or after noon.
+
+        An apparent solar day lasts 24 h ± 30 s, so noon ± 12 h falls up to 15 s before or after the
+        midnight: a day cut there shares an event within seconds of it with the next day, or leaves it to
+        neither. Where the Sun is further from the line than it moves in 30 s, and than a turn there may
+        take it (``turn_near``), the probe stands for the midnight: its side of the line is the midnight's,
+        and no event lies between them (nearly every day, at no cost). Else the midnight is probed.
+        """
+        if abs(half_a_day_off.height) > max(_MIDNIGHT_SHIFT_HEIGHT, _TURN_HEIGHT_LIMIT):
+            return half_a_day_off
+        return self.probe(day.solar_midnight(1 if half_a_day_off.seconds > day.noon else -1))
+
     def turn_near(self, anchor: _Probe, day: _SolarDay, earliest: float, latest: float) -> _Probe | None:
         """The Sun where its altitude turns near ``anchor`` (its highest near noon, its lowest near a solar
         midnight), probed, when it may lie on the other side of the standard altitude than at ``anchor``
@@ -240,7 +269,11 @@ class _Search:
             return None
         # The highest point lies the way the altitude still climbs at noon, the lowest the way it came from.
         forward = (drift > 0) == (abs(anchor.hour_angle) < math.pi / 2)
-        far_end = anchor.seconds + (1 if forward else -1) * (2 * reach + _TURN_MARGIN_SECONDS)
+        # Within 6 h of the anchor the hour angle's share of the rate only grows, so the rate changes sign
+        # there once at most; further on lies the opposite turn (a lowest point after a highest), which at
+        # about 4 h from the anchor would put a second sign change inside 2 × reach.
+        far_end = anchor.seconds + (1 if forward else -1) * min(2 * reach + _TURN_MARGIN_SECONDS,
+                                                                HALF_DAY_SECONDS / 2)
         low, high = sorted((anchor.seconds, min(max(far_end, earliest), latest)))
         rising_at_low = self._interpolated_height_rate(low, day) > 0
         if (self._interpolated_height_rate(high, day) > 0) == rising_at_low:
