@@ -9,6 +9,7 @@ import logging
 import re
 import sqlite3
 import stat
+import time
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
@@ -25,6 +26,8 @@ from solarserv.web.app import Services, make_app
 from solarserv.web.console import (
     LOGIN_ATTEMPTS_PER_MINUTE,
     LOGIN_FAILURES_PER_MINUTE,
+    NEW_KEY_COOKIE,
+    NEW_KEY_SECONDS,
     SESSION_COOKIE,
     Access,
     ConsoleSecrets,
@@ -75,6 +78,12 @@ class Browser:
     async def post(self, path: str, form: dict | None = None, xsrf: bool = True):
         fields = {**(form or {}), **({"_xsrf": await self.form_token()} if xsrf else {})}
         return await self._fetch(path, "POST", urlencode(fields), {})
+
+    async def create_key(self, form: dict):
+        """The create form sent and its redirect followed, as a browser does: the page that shows the key."""
+        created = await self.post("/console", form)
+        assert (created.code, created.headers.get("Location")) == (303, "/console"), created.body
+        return await self.get("/console")
 
     async def form_token(self) -> str:
         """The XSRF token the console's forms carry now, read from a rendered page as a browser has it."""
@@ -456,20 +465,39 @@ def row_of(page: str, preview: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
 
 
-async def test_creating_a_key_shows_it_once_and_it_works_at_once(browser, api):
+async def test_creating_a_key_shows_it_once_and_it_works_at_once(browser, api, keys):
     await browser.log_in()
-    reply = await browser.post("/console", {"label": "Acme", "tier": "free"})
+    reply = await browser.create_key({"label": "Acme", "tier": "free"})
     page = browser.text(reply)
     assert reply.code == 200
     key = KEY.search(page).group()
     assert 'type="button" data-copy="new-key"' in page and "only time the full key is shown" in page
-    listing = browser.text(await browser.get("/console"))
-    assert key not in listing
+    listing = browser.text(await browser.get("/console"))  # a reload: the key is not shown again, nor made again
+    assert key not in listing and "Key created" not in listing and len(keys.all()) == 1
     cells = row_of(listing, key[:8] + "…")
     assert cells[:4] == ["Acme", key[:8] + "…", "free", "10"] and cells[5:7] == ["active", "0"]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cells[4])
     answer = await api("/api/v1/solar-time", headers={"X-API-Key": key})  # a 400, counted against the key
     assert answer.headers["X-RateLimit-Limit"] == "10" and "X-API-Key-Status" not in answer.headers
+
+
+async def test_the_new_key_reaches_its_page_in_a_signed_cookie_that_lives_a_minute(browser, keys, app):
+    await browser.log_in()
+    created = await browser.post("/console", {"label": "Acme", "tier": "free"})
+    cookie = set_cookie(created, NEW_KEY_COOKIE)
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie
+    assert "expires" not in cookie.lower()  # gone with the browser session, and the signature's age limit
+    sent = browser.cookies.pop(NEW_KEY_COOKIE)
+    secret = app.settings["cookie_secret"]
+    key_id, key = tornado.web.decode_signed_value(secret, NEW_KEY_COOKIE, sent).decode().split(":")
+    assert keys.find(key_id).preview == key[:8] + "…"
+    browser.cookies[NEW_KEY_COOKIE] = sent[:-1] + ("0" if sent[-1] != "0" else "1")  # altered: not read
+    assert "Key created" not in browser.text(await browser.get("/console"))
+    browser.cookies[NEW_KEY_COOKIE] = tornado.web.create_signed_value(
+        secret, NEW_KEY_COOKIE, f"{key_id}:{key}",
+        clock=lambda: time.time() - NEW_KEY_SECONDS - 1).decode()
+    assert "Key created" not in browser.text(await browser.get("/console"))  # too old
+    assert len(keys.all()) == 1
 
 
 async def test_the_listing_shows_requests_in_the_current_window(browser, api, keys):
@@ -518,7 +546,7 @@ async def test_the_keys_are_listed_a_page_at_a_time_newest_first_and_can_be_foun
 async def test_a_pro_key_takes_its_rpm_and_needs_one(browser, keys):
     await browser.log_in()
     created = await browser.post("/console", {"label": "Big", "tier": "pro", "rpm": "250"})
-    assert created.code == 200 and keys.all()[0].rpm == 250
+    assert created.code == 303 and keys.all()[0].rpm == 250
     refused = await browser.post("/console", {"label": "Bigger", "tier": "pro", "rpm": ""})
     assert refused.code == 400 and "needs its rpm chosen, 120 to 300" in browser.text(refused)
     refused = await browser.post("/console", {"label": "Bigger", "tier": "pro", "rpm": "400"})
@@ -551,9 +579,9 @@ async def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(browser
     assert ranges == {"free": (None, None), "builder": (None, None), "pro": ("120", "300"), "team": ("20", "40")}
     assert "(pro: 120–300; team: 20–40)" in page
     created = await browser.post("/console", {"label": "Team", "tier": "team", "rpm": "30"})
-    assert created.code == 200 and [(key.tier, key.rpm) for key in keys.all()] == [("team", 30)]
+    assert created.code == 303 and [(key.tier, key.rpm) for key in keys.all()] == [("team", 30)]
     fixed = await browser.post("/console", {"label": "Builder", "tier": "builder", "rpm": ""})
-    assert fixed.code == 200 and keys.all()[-1].rpm == 60  # a fixed tier's rpm is not asked for
+    assert fixed.code == 303 and keys.all()[-1].rpm == 60  # a fixed tier's rpm is not asked for
     # ... and another one is refused, as the CLI's --rpm is (the page disables the field for it).
     refused = await browser.post("/console", {"label": "Builder", "tier": "builder", "rpm": "30"})
     assert refused.code == 400
@@ -597,7 +625,7 @@ async def test_a_change_is_refused_with_503_while_another_process_holds_the_writ
         assert (await browser.get("/console")).code == 200  # reading goes on
     assert [key.label for key in keys.all()] == ["Acme"]
     assert "locked by another process's write" in caplog.text and "Traceback" not in caplog.text
-    assert (await browser.post("/console", {"label": "Beta", "tier": "free"})).code == 200
+    assert (await browser.post("/console", {"label": "Beta", "tier": "free"})).code == 303
 
 
 class FormAudit(html.parser.HTMLParser):
@@ -626,7 +654,7 @@ async def test_every_input_is_labelled_and_every_action_is_a_button(browser, key
     keys.create("Acme", "free")
     login_page = browser.text(await browser.get("/console/login"))
     await browser.log_in()
-    fresh_key_page = browser.text(await browser.post("/console", {"label": "Beta", "tier": "free"}))
+    fresh_key_page = browser.text(await browser.create_key({"label": "Beta", "tier": "free"}))
     for page in (login_page, fresh_key_page):
         audit = FormAudit()
         audit.feed(page)

@@ -41,6 +41,9 @@ from solarserv.web.base import CONSOLE_PATH, BaseHandler
 LOGIN_PATH = "/console/login"
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
+# A key just created goes to the page that shows it in this cookie, cleared there (KeysHandler.post).
+NEW_KEY_COOKIE = "solarserv_new_key"
+NEW_KEY_SECONDS = 60
 LOGIN_ATTEMPTS_PER_MINUTE = 10
 # Failed logins per minute from every address together: guesses spread over many addresses (a botnet, a
 # stream of IPv6 /64s) are slowed too. Past it, no login is tried until the minute turns.
@@ -187,6 +190,13 @@ class ConsoleHandler(BaseHandler):
         self.render("console_error.html", status=status_code,
                     reason=tornado.httputil.responses.get(status_code, "Error"))
 
+    def _over_https(self) -> bool:
+        if self.services.settings.trust_proxy:
+            # Each proxy on the way appends its own; the last is what reached the nearest one, ours.
+            forwarded = self.request.headers.get("X-Forwarded-Proto", self.request.protocol)
+            return forwarded.split(",")[-1].strip().lower() == "https"
+        return self.request.protocol == "https"
+
 
 class LoginHandler(ConsoleHandler):
     access = Access.PUBLIC
@@ -244,13 +254,6 @@ class LoginHandler(ConsoleHandler):
         self.render("console_login.html", message=message, token_refused=token_refused,
                     next_path=local_path(self.get_argument("next", None)))
 
-    def _over_https(self) -> bool:
-        if self.services.settings.trust_proxy:
-            # Each proxy on the way appends its own; the last is what reached the nearest one, ours.
-            forwarded = self.request.headers.get("X-Forwarded-Proto", self.request.protocol)
-            return forwarded.split(",")[-1].strip().lower() == "https"
-        return self.request.protocol == "https"
-
 
 class LogoutHandler(ConsoleHandler):
     access = Access.ADMIN
@@ -268,7 +271,7 @@ class KeysHandler(ConsoleHandler):
     access = Access.ADMIN
 
     async def get(self) -> None:
-        await self._keys_page()
+        await self._keys_page(**self._key_just_created())
 
     async def post(self) -> None:
         form = {name: self.get_body_argument(name, "").strip() for name in ("label", "tier", "rpm")}
@@ -279,7 +282,19 @@ class KeysHandler(ConsoleHandler):
             self.set_status(400)
             await self._keys_page(error=str(exc), error_field=exc.field, form=form)
             return
-        await self._keys_page(new_key=issued.key, new_record=issued.record)
+        # Post/Redirect/Get: the page that shows the key is a GET, so reloading it cannot create another key.
+        self.set_signed_cookie(NEW_KEY_COOKIE, f"{issued.record.id}:{issued.key}", expires_days=None,
+                               path=CONSOLE_PATH, httponly=True, samesite="Strict", secure=self._over_https())
+        self.redirect(CONSOLE_PATH, status=303)
+
+    def _key_just_created(self) -> dict[str, Any]:
+        """The key the last form created and its record, once: the cookie that brings it is cleared."""
+        value = self.get_signed_cookie(NEW_KEY_COOKIE, max_age_days=NEW_KEY_SECONDS / 86400)
+        if value is None:
+            return {}
+        self.clear_cookie(NEW_KEY_COOKIE, path=CONSOLE_PATH)
+        key_id, key = value.decode().split(":", 1)
+        return {"new_key": key, "new_record": self.services.keys.find(key_id)}
 
     async def _keys_page(self, **shown: Any) -> None:
         """The page: a key just created or a form refused, and one page of the keys, newest first (a store of
