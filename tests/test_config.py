@@ -67,3 +67,51 @@ def test_serve_with_a_wrong_geocoder_setting_stops_in_one_line(capsys, monkeypat
     error = capsys.readouterr().err
     assert error.splitlines()[-1].startswith(f"solarserv: error: {arguments[0]}=")
     assert "Traceback" not in error
+
+
+@pytest.mark.parametrize("text,meaning", [
+    ("true", True), ("TRUE", True), ("1", True), ("yes", True), ("on", True), (" On ", True),
+    ("false", False), ("0", False), ("no", False), ("off", False), (" ", False),
+])
+def test_a_true_or_false_setting_reads_the_usual_words(text, meaning):
+    assert config.load(environ={"TRUST_PROXY": text}).trust_proxy is meaning
+
+
+def test_a_true_or_false_setting_refuses_another_word():
+    with pytest.raises(config.SettingsError) as refused:
+        config.load(environ={"API_KEY_REQUIRED": "maybe"})
+    assert str(refused.value) == "API_KEY_REQUIRED='maybe': expected true or false, got 'maybe'"
+
+
+@pytest.mark.parametrize("environ,said", [
+    ({"SOLARSERV_PROCESSES": "0"}, "SOLARSERV_PROCESSES='0': must be at least 1, got 0"),
+    ({"ANON_RPM": "0"}, "ANON_RPM='0': must be at least 1, got 0"),
+    ({"PORT": "65536"}, "PORT='65536': must be 0..65535, got 65536"),
+    ({"PORT": "-1"}, "PORT='-1': must be 0..65535, got -1"),
+    ({"REDIS_URL": "unix://"}, "REDIS_URL='unix://': must name the socket, e.g. unix:///run/redis/redis.sock?db=0"),
+    ({"GEOCODER_DOMAIN": "nominatim.example.org:808080"}, "GEOCODER_DOMAIN='nominatim.example.org:808080': must be "
+     "host[:port][/path], e.g. nominatim.example.org or localhost:8080/nominatim"),
+])
+def test_a_value_out_of_its_range_or_form_is_refused_saying_which(environ, said):
+    with pytest.raises(config.SettingsError) as refused:
+        config.load(environ=environ)
+    assert str(refused.value) == said
+
+
+def test_the_edges_of_each_range_are_accepted():
+    settings = config.load(environ={"SOLARSERV_PROCESSES": "1", "ANON_RPM": "1", "PORT": "65535",
+                                    "GEOCODER_INTERVAL": "0", "GEOCODER_TIMEOUT": "0.001"})
+    assert (settings.processes, settings.anon_rpm, settings.port, settings.geocoder_interval,
+            settings.geocoder_timeout) == (1, 1, 65535, 0.0, 0.001)
+    assert config.load(environ={"PORT": "0"}).port == 0
+
+
+def test_an_empty_variable_is_unset_except_the_plugin_allow_list_where_it_allows_none():
+    settings = config.load(environ={"PORT": "", "GEOCODER": "", "SOLARSERV_PLUGINS": ""})
+    assert (settings.port, settings.geocoder, settings.plugins_allow) == (8000, "offline", "")
+    assert config.load(environ={}).plugins_allow is None
+
+
+def test_a_flag_wins_over_the_environment():
+    settings = config.load(environ={"PORT": "9000", "LOG_LEVEL": " debug "}, flags={"port": "9001"})
+    assert (settings.port, settings.log_level) == (9001, "DEBUG")
