@@ -152,3 +152,28 @@ def test_query_parameter_that_is_not_utf8_is_rejected():
 def test_other_query_parameters_are_ignored_however_they_are_given():
     arguments = {**query_args(PARIS), "utm_source": [b"a", b"b"], "ref": [b"\xff"], "colour": [b"blue"]}
     assert parse_query_fields(arguments) == parse_query_fields(query_args(PARIS))
+
+
+@pytest.mark.parametrize("changes", [
+    {"latitude": 90, "longitude": 180}, {"latitude": -90, "longitude": -180},
+    {"date": "1900-01-01"}, {"date": "2050-12-31"},
+    {"local_time": "23:59:59"}, {"local_time": "00:00"},
+])
+def test_the_edges_of_each_range_are_accepted(changes):
+    query = parse_json_fields({**PARIS, **changes})
+    assert parse_query_fields(query_args({**PARIS, **changes})) == query
+
+
+def test_a_place_name_of_200_characters_is_accepted():
+    name = "x" * 200
+    assert parse_json_fields({"date": "2026-07-14", "local_time": "14:30", "place_name": name}).place_name == name
+
+
+def test_a_missing_latitude_is_named():
+    error = rejected(parse_json_fields, {**PARIS, "latitude": None})
+    assert error.status == 422 and "latitude is missing" in error.message
+
+
+def test_a_null_date_is_missing():
+    error = rejected(parse_json_fields, {**PARIS, "date": None})
+    assert error.status == 400 and error.message == "The field date is required."
