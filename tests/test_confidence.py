@@ -62,3 +62,17 @@ def test_ten_years_ahead_to_the_day_is_still_not_low():
     leap_day = civil_time.resolve(dt.date(2038, 2, 28), dt.time(12), "Europe/Paris")
     assert assess(PARIS, leap_day, dt.date(2028, 2, 29)).level == "HIGH"
     assert assess(PARIS, leap_day, dt.date(2028, 2, 28)).level == "HIGH"
+
+
+@pytest.mark.parametrize("latitude,expected", [(89.0, "LOW"), (-89.0, "LOW"), (-89.5, "LOW"), (88.99, "HIGH"),
+                                               (-88.99, "HIGH")])
+def test_within_a_degree_of_either_pole_is_low(latitude, expected):
+    confidence = level(dataclasses.replace(PARIS, latitude=latitude), "2026-07-14")
+    assert confidence.level == expected
+    if expected == "LOW":
+        assert any("within 1° of a pole" in reason for reason in confidence.reasons)
+
+
+def test_1970_is_reliable_and_the_day_before_is_not():
+    assert level(PARIS, "1970-01-01").level == "HIGH"
+    assert level(PARIS, "1969-12-31").level == "MEDIUM"
