@@ -136,6 +136,13 @@ async def test_anonymous_clients_get_anon_rpm_then_429_until_the_minute_turns(ap
     assert (await api(PARIS_GET)).status == 200
 
 
+async def test_a_429_in_the_last_second_of_the_minute_says_one_second(api, clock):
+    clock.advance(49.5)  # 59.5 s into the minute
+    refused = [await api(PARIS_GET) for _ in range(ANON_RPM + 1)][-1]
+    assert refused.json()["error"]["message"] == "Rate limit of 3 requests per minute exceeded; retry in 1 second."
+    assert refused.headers["Retry-After"] == "1"
+
+
 async def test_a_valid_key_has_its_own_count_and_rpm(api, keys):
     key = keys.create("Acme", "free").key
     statuses = [(await api(PARIS_GET, headers={"X-API-Key": key})).status for _ in range(11)]
