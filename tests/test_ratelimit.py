@@ -85,6 +85,23 @@ async def test_windows_are_aligned_to_the_minute(clock):
     assert (await limiter.hit("early", 1)).retry_after == 60
 
 
+async def test_retry_after_rounds_a_part_of_a_second_up(clock):
+    limiter = RateLimiter(MemoryCounters(), clock=clock)
+    clock.advance(0.25)  # 10.25 s into the minute: 49.75 s left, which a client waiting 49 s would not wait out
+    await limiter.hit("fraction", 1)
+    assert (await limiter.hit("fraction", 1)).retry_after == 50
+
+
+async def test_the_current_counts_start_from_zero_when_the_minute_turns(counters, clock):
+    limiter = RateLimiter(counters, clock=clock)
+    name = unique_name()
+    await limiter.hit(name, 5)
+    await limiter.hit(name, 5)
+    assert await limiter.current_counts([name]) == {name: 2}
+    clock.advance(60)
+    assert await limiter.current_counts([name]) == {name: 0}
+
+
 async def test_decision_headers(clock):
     decision = await RateLimiter(MemoryCounters(), clock=clock).hit("headers", 5)
     assert decision.headers() == {"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4",
@@ -268,6 +285,35 @@ async def test_requests_that_reach_redis_spare_it_the_checks(redis_url, clock):
         await limiter.close()
     assert shared.attempts == 2  # the first check, and the request
     assert limiter.health()["redis"] == "in use"
+
+
+@pytest.mark.redis
+async def test_a_request_that_reaches_redis_spares_it_the_checks_that_follow(redis_url, clock):
+    shared = CountingCounters(redis_url)
+    limiter = RateLimiter(shared, clock=clock, recheck_interval=3600)
+    try:
+        await limiter.hit(unique_name(), 100)  # no check before it: the request alone tells what Redis is
+        await asyncio.gather(*(limiter.check_redis() for _ in range(20)))
+    finally:
+        await limiter.close()
+    assert shared.attempts == 1
+
+
+@pytest.mark.redis
+async def test_a_redis_that_comes_back_refusing_the_url_is_misconfigured_not_still_unreachable(clock, caplog):
+    with RedisServer(password="s3cret") as server:
+        limiter = RateLimiter(RedisCounters(f"redis://127.0.0.1:{server.port}/0"), clock=clock, recheck_interval=0)
+        try:
+            server.stop()
+            await limiter.check_redis()
+            assert limiter.health()["redis"] == "unreachable"
+            server.start()
+            await limiter.check_redis()
+            assert limiter.health()["redis"] == "misconfigured"
+        finally:
+            await limiter.close()
+    assert [record.levelname for record in caplog.records if record.name == "solarserv.ratelimit"] == [
+        "WARNING", "ERROR"]
 
 
 async def test_a_hung_redis_costs_a_request_one_command_timeout_not_two():
