@@ -263,6 +263,18 @@ def test_a_misspelt_name_is_not_found_with_close_names_suggested(geocoder, typed
     assert f"Did you mean '{suggested}'" in error.message
 
 
+@pytest.mark.parametrize("typed,message", [
+    ("Pariss", "No place found for 'Pariss'. Did you mean 'Paris', 'Pardīs' or 'Pari'?"),  # README's example
+    ("Nairobbi", "No place found for 'Nairobbi'. Did you mean 'Nairobi'?"),  # only the names close to it
+    ("Qwerty", "No place found for 'Qwerty'."),  # Weert and Werlte are not close
+    # Spelt as the most populous place of the name writes it (León, Nicaragua; not Leon, Western Visayas).
+    ("Leonn", "No place found for 'Leonn'. Did you mean 'León', 'Léognan' or 'Cléon'?"),
+    ("Bombayy", "No place found for 'Bombayy'."),  # Mumbai's other name: Mumbai is no close name
+])
+def test_a_404_suggests_up_to_three_close_own_names(geocoder, typed, message):
+    assert refusal(geocoder, typed).message == message
+
+
 def test_a_country_alone_is_not_a_place_and_the_404_says_so(geocoder):
     error = refusal(geocoder, "Japan")
     assert error.code == "PLACE_NOT_FOUND"
