@@ -124,14 +124,14 @@ PHOTON_REVERSE = {
                                       "pedestrian", "highway", city="Paris", district="Paris"),
     (48.853, 2.349): photon_feature("Paris", 48.8534951, 2.3483915, "France", "FR", "Île-de-France"),
     (44.1, 2.5): photon_feature("Chemin de la Croix", 44.1, 2.5, "France", "FR", "Occitanie", "track", "highway"),
+    (-30.0, -120.0): photon_feature("", -30.0, -120.0, "", "", None, "buoy", "seamark"),  # nothing to name it by
 }
 
 
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
-    "broken" fails with HTTP 500, "busy" and "busy 1 s" refuse with 429 (the latter with Retry-After: 1).
-    While a test
-    sets `odd["body"]` (the `odd_answer` fixture), every answer is that text."""
+    "broken" fails with HTTP 500, "busy", "busy 1 s" and "busy a day" refuse with 429 (the latter two with
+    Retry-After: 1 and 86400). While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text."""
 
     def initialize(self, answer: Any, requests: list, odd: dict) -> None:
         self.answer = answer
@@ -156,8 +156,8 @@ class FakeProvider(tornado.web.RequestHandler):
             raise tornado.web.HTTPError(500)
         if query.startswith("busy"):
             self.set_status(429)
-            if query == "busy 1 s":
-                self.set_header("Retry-After", "1")
+            if query in ("busy 1 s", "busy a day"):
+                self.set_header("Retry-After", "1" if query == "busy 1 s" else "86400")
             self.finish("Too Many Requests")
             return
         self.set_header("Content-Type", "application/json")
@@ -521,8 +521,14 @@ def test_a_rate_limit_refusal_pauses_the_provider_for_as_long_as_it_asks(provide
 
 def test_a_refusal_without_retry_after_pauses_the_provider_for_the_default(provider_server):
     nominatim = geocoder_for(provider_server, "nominatim")
-    assert refusal(nominatim, "busy").extra == {"retry_after": online.REFUSAL_PAUSE_SECONDS}
-    assert refusal(nominatim, "Paris, Texas").extra["retry_after"] <= online.REFUSAL_PAUSE_SECONDS
+    assert refusal(nominatim, "busy").extra == {"retry_after": 30}  # README: 30 s when it says nothing
+    assert refusal(nominatim, "Paris, Texas").extra["retry_after"] <= 30
+
+
+def test_a_refusal_asking_for_a_day_pauses_the_provider_for_an_hour_at_most(provider_server, caplog):
+    nominatim = geocoder_for(provider_server, "nominatim")
+    assert refusal(nominatim, "busy a day").extra == {"retry_after": 3600}
+    assert "not asked again for 3600 s" in caplog.text
 
 
 def test_calls_start_an_interval_apart_and_a_name_waits_for_its_turn(provider_server):
@@ -551,7 +557,8 @@ def test_a_name_whose_turn_comes_after_the_timeout_is_a_503_without_asking(provi
 
 
 def test_a_town_for_display_never_waits_for_a_turn(provider_server):
-    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=5)
+    # A place name would wait for a turn 5 s away within this timeout; a town does not.
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=5, geocoder_timeout=10)
     requests = provider_server["requests"]
     locate(geocoder, "Paris, Texas")
     asked_before = len(requests)
@@ -618,6 +625,7 @@ def test_photon_reverse_geocodes_the_town_for_display(photon):
     assert asyncio.run(photon.describe(48.8534, 2.3488)).display_name == "Paris, Île-de-France, France"
     assert asyncio.run(photon.describe(44.1, 2.5)).display_name == "Occitanie, France"  # no town: the region
     assert asyncio.run(photon.describe(0.0, -140.0)) is None
+    assert asyncio.run(photon.describe(-30.0, -120.0)) is None  # an object with no name, town, region or country
 
 
 def test_build_geocoder_picks_the_geocoder_the_settings_name():
