@@ -23,7 +23,7 @@ from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder, discs, gazetteer
 from solarserv.geo.gazetteer import Gazetteer
 from solarserv.geo.geometry import distance_and_bearing
-from solarserv.geo.matching import COUNTRIES_NAMED, MAX_CANDIDATES, Match, fold, relevant, split_qualifiers
+from solarserv.geo.matching import Match, choose, fold, relevant, split_qualifiers
 from solarserv.geo.offline import OfflineGeocoder, read_towns
 from solarserv.models import Place
 
@@ -207,7 +207,7 @@ def test_a_name_in_several_countries_is_ambiguous_with_ranked_candidates(geocode
     assert (error.code, error.status) == ("AMBIGUOUS_LOCATION", 409)
     assert "FR" in error.message and "US" in error.message
     candidates = error.extra["candidates"]
-    assert 2 <= len(candidates) <= MAX_CANDIDATES
+    assert 2 <= len(candidates) <= 10
     assert [c["recommended"] for c in candidates] == [True] + [False] * (len(candidates) - 1)
     assert candidates[0]["display_name"] == "Paris, Île-de-France, France"
     populations = [c["population"] for c in candidates]
@@ -385,6 +385,31 @@ def test_an_alternate_name_of_a_place_far_smaller_than_the_best_match_does_not_c
     assert relevant([town, beijing]) == [beijing]
 
 
+def test_an_alternate_name_counts_only_for_a_place_more_populous_than_every_bearer_not_as_populous():
+    bearer, namesake = _match("Rome", "IT", 1_000_000, own=True), _match("Lomé", "TG", 1_000_000, own=False)
+    assert relevant([bearer, namesake]) == [bearer]
+
+
+def test_an_alternate_name_counts_for_a_place_with_a_tenth_of_the_biggest_matchs_population():
+    biggest, tenth = _match("Beijing", "CN", 10_000_000, own=False), _match("Peking", "US", 1_000_000, own=False)
+    assert relevant([tenth, biggest]) == [biggest, tenth]
+    less = _match("Peking", "US", 999_999, own=False)
+    assert relevant([less, biggest]) == [biggest]
+
+
+def test_an_alternate_name_counts_for_a_place_of_population_0_where_no_place_bears_it():
+    # GeoNames gives some places 0 (Palau's capital among them); (a), (b) and (c) hold when nothing bears the name.
+    seat = _match("Ngerulmud", "PW", 0, own=False)
+    assert relevant([seat]) == [seat]
+
+
+def test_qualifiers_that_keep_every_place_of_the_name_add_no_note():
+    rome = _match("Rome, Lazio, Italy", "IT", 2_318_895, own=True)
+    assert choose("Rome, IT", [rome], narrowed_from=1).notes == ()
+    assert choose("Rome, IT", [rome], narrowed_from=3).notes == (
+        "'Rome, IT': the qualifiers kept 1 of the 3 places with that name.",)
+
+
 @pytest.mark.parametrize("name", ["Springfield", "Georgetown", "San Jose", "Santa Cruz"])
 def test_every_country_a_name_is_in_has_a_candidate(geocoder, name):
     # Springfield: ten places in the US alone are more populous than those in Australia and Britain.
@@ -393,10 +418,11 @@ def test_every_country_a_name_is_in_has_a_candidate(geocoder, name):
     count, named = int(said[1]), said[2].split(", ")
     candidates = error.extra["candidates"]
     assert len({c["country_code"] for c in candidates}) == count
-    # The message names ten (San Jose is in 14 countries), the most populous first, then how many more.
-    assert named == list(dict.fromkeys(c["country_code"] for c in candidates))[:COUNTRIES_NAMED]
+    # README: the message names ten countries (San Jose is in 14), the most populous first, then how many more;
+    # up to 10 candidates in all. Written out, to hold the code to them.
+    assert named == list(dict.fromkeys(c["country_code"] for c in candidates))[:10]
     assert int(said[3] or 0) == count - len(named)
-    assert len(candidates) == max(count, MAX_CANDIDATES)
+    assert len(candidates) == max(count, 10)
     populations = [c["population"] for c in candidates]
     assert populations == sorted(populations, reverse=True)
 
