@@ -354,6 +354,12 @@ def test_a_day_whose_midnight_was_skipped_starts_at_one(zone_name, date):
     assert end - start == hours(23)
 
 
+def test_a_day_whose_midnight_the_clocks_showed_twice_starts_at_the_first():
+    # Havana fell back from 01:00 CDT to 00:00 CST on 2024-11-03: midnight at 04:00 and again at 05:00 UTC.
+    start, end = day_bounds_utc(dt.date(2024, 11, 3), "America/Havana")
+    assert (start, end - start) == (dt.datetime(2024, 11, 3, 4, 0, tzinfo=UTC), hours(25))
+
+
 def test_apia_skipped_day_has_no_length():
     start, end = day_bounds_utc(dt.date(2011, 12, 30), "Pacific/Apia")
     assert start == end == dt.datetime(2011, 12, 30, 10, 0, tzinfo=UTC)
