@@ -14,6 +14,7 @@ from solarserv.geo.timezones import TimezoneLocator
 from solarserv.geo.zones import (
     TZDATA_VERSION,
     canonical_zone,
+    country_at,
     country_of_zone,
     has_zone,
     keeps_zone_unnamed,
@@ -116,6 +117,16 @@ def test_country_of_zone(name, country):
 )
 def test_keeps_zone_unnamed(country, zone, kept_unnamed):
     assert keeps_zone_unnamed(country, zone) is kept_unnamed
+
+
+@pytest.mark.parametrize(("latitude", "zone_name", "country"), [
+    (-72.0, "Africa/Johannesburg", "AQ"),  # Queen Maud Land keeps South Africa's time
+    (-60.5, "America/Argentina/Ushuaia", "AQ"),
+    (-60.0, "America/Argentina/Ushuaia", "AR"),  # south of 60°S, not on it
+    (-59.5, "America/Argentina/Ushuaia", "AR"),
+])
+def test_a_point_south_of_60_s_is_in_antarctica_whatever_time_it_keeps(latitude, zone_name, country):
+    assert country_at(latitude, zone_name) == country
 
 
 def test_the_zones_cover_every_country():
