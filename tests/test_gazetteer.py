@@ -410,6 +410,23 @@ def test_qualifiers_that_keep_every_place_of_the_name_add_no_note():
         "'Rome, IT': the qualifiers kept 1 of the 3 places with that name.",)
 
 
+@pytest.mark.parametrize("latitude,longitude,radius,nearest", [
+    # Far north a degree of longitude is half as long: Raudeberg lies 7 km east or west, Måløy 9 km north.
+    (62.0, 5.0, 100, "Raudeberg, Vestland, Norway"),
+    (-16.8, -179.95, 100, "Savusavu, Northern, Fiji"),  # across the antimeridian; Labasa is 84 km
+    (-17.5, -179.0, 200, "Tubou, Eastern, Fiji"),  # places on both sides of it, searched one side at a time
+    (78.2, 25.0, 400, "Longyearbyen, Svalbard, Svalbard and Jan Mayen"),  # 212 km, 9.4° of longitude west
+])
+def test_the_nearest_place_is_the_nearest_on_the_sphere_also_when_asked_for_alone(data_dir, latitude, longitude,
+                                                                                 radius, nearest):
+    index = Gazetteer(gazetteer.index_path(data_dir))
+    try:
+        assert index.nearby(latitude, longitude, radius)[0].place.display_name == nearest
+        assert [near.place.display_name for near in index.nearby(latitude, longitude, radius, nearest=1)] == [nearest]
+    finally:
+        index.close()
+
+
 @pytest.mark.parametrize("name", ["Springfield", "Georgetown", "San Jose", "Santa Cruz"])
 def test_every_country_a_name_is_in_has_a_candidate(geocoder, name):
     # Springfield: ten places in the US alone are more populous than those in Australia and Britain.
