@@ -115,3 +115,16 @@ def test_an_empty_variable_is_unset_except_the_plugin_allow_list_where_it_allows
 def test_a_flag_wins_over_the_environment():
     settings = config.load(environ={"PORT": "9000", "LOG_LEVEL": " debug "}, flags={"port": "9001"})
     assert (settings.port, settings.log_level) == (9001, "DEBUG")
+
+
+def test_a_geocoder_domain_is_read_in_any_case():
+    assert config.load(environ={"GEOCODER_DOMAIN": "Nominatim.Example.ORG"}).geocoder_domain == "Nominatim.Example.ORG"
+
+
+def test_a_directory_setting_naming_a_file_is_refused_where_it_is_read(tmp_path):
+    a_file = tmp_path / "plugins.py"
+    a_file.write_text("")
+    with pytest.raises(config.SettingsError) as refused:
+        config.existing_directory(a_file, "PLUGINS_DIR")
+    assert str(refused.value) == f"PLUGINS_DIR {a_file} is not a directory"
+    assert config.existing_directory(tmp_path, "PLUGINS_DIR") == tmp_path
