@@ -651,3 +651,60 @@ def test_the_total_check_says_when_its_rounded_terms_miss_their_sum(narrator):
                            "-17 min 57 s − DST 0 s (each to the nearest second), matching")
     paris = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation
     assert "nearest second" not in paris
+
+
+def test_checks_catch_an_equation_of_time_beyond_its_range_either_way():
+    report = report_at("Paris", "2026-07-14", "14:30")
+    wrong = dataclasses.replace(report, sun=dataclasses.replace(report.sun, equation_of_time_minutes=-20.0))
+    assert any(text.startswith("equation of time -20 min is outside ±16.5 min") for text in _failing(wrong))
+
+
+def test_checks_catch_offsets_that_add_up_only_with_negative_summer_time_or_not_to_the_clock():
+    winter = report_at("Dublin", "2026-01-14", "12:00")  # UTC+00:00, standard time
+    negative = dataclasses.replace(winter.civil, standard_offset=dt.timedelta(hours=1),
+                                   dst_offset=dt.timedelta(hours=-1))
+    assert any(text.startswith("local time") for text in _failing(dataclasses.replace(winter, civil=negative)))
+    half_an_hour_off = dataclasses.replace(winter.civil, local=winter.civil.local + dt.timedelta(minutes=30))
+    assert any(text.startswith("local time")
+               for text in _failing(dataclasses.replace(winter, civil=half_an_hour_off)))
+
+
+def test_checks_catch_a_meridian_distance_a_whole_turn_off():
+    report = report_at("Paris", "2026-07-14", "14:30")
+    distance = report.meridian_distance_degrees + 360  # the same meridian, and a correction to match it
+    turned = dataclasses.replace(report, meridian_distance_degrees=distance,
+                                 longitude_correction_minutes=report.longitude_correction_minutes + 4 * 360)
+    assert any(text.startswith("longitude correction") for text in _failing(turned))
+
+
+def test_checks_catch_half_a_minute_between_the_total_and_the_sun_and_a_minute_in_the_reading():
+    report = report_at("Paris", "2026-07-14", "14:30")
+    equation = report.equation_of_time_minutes + 0.5
+    half_a_minute = dataclasses.replace(report, sun=dataclasses.replace(report.sun, equation_of_time_minutes=equation))
+    assert any(text.startswith("total difference") for text in _failing(half_a_minute))
+    a_minute_off = dataclasses.replace(report.sun, true_solar_seconds=report.sun.true_solar_seconds + 60)
+    assert any(text.startswith("true solar time") for text in _failing(dataclasses.replace(report, sun=a_minute_off)))
+
+
+def test_day_or_night_is_not_judged_more_than_12_hours_from_solar_noon():
+    report = report_at("Kashgar", "2026-07-14", "01:30")  # solar noon near 15:00 on the clock
+    assert validation.sun_matches_day_or_night(report) is None
+    assert validation.sun_matches_day_or_night(report_at("Kashgar", "2026-07-14", "14:30")) is not None
+
+
+def test_the_horizon_band_takes_either_answer_inside_it_and_only_one_outside():
+    # Apparent elevations from −0.9° to 0°: sunrise and sunset put the Sun there, so day and night both fit.
+    day, night = report_at("Paris", "2026-07-14", "14:30"), report_at("Kashgar", "2026-07-14", "23:30")
+    for report in (day, night):
+        inside = dataclasses.replace(report, sun=dataclasses.replace(report.sun, elevation=-0.5))
+        assert validation.sun_matches_day_or_night(inside).passed
+    below = dataclasses.replace(day, sun=dataclasses.replace(day.sun, elevation=-1.5))
+    assert not validation.sun_matches_day_or_night(below).passed
+    above = dataclasses.replace(night, sun=dataclasses.replace(night.sun, elevation=1.0))
+    assert not validation.sun_matches_day_or_night(above).passed
+
+
+def test_the_solar_noon_check_reads_as_in_the_readme():
+    check = validation.solar_noon_at_twelve(report_at("Paris", "2026-07-14", "14:30"))
+    assert check.text == ("solar noon at 13:56:30 clock time is 12:00 true solar time (carried from now: 0.2 s off, "
+                          "1.7 s allowed)")
