@@ -328,6 +328,29 @@ async def test_the_access_log_names_the_client_the_limits_count(api, caplog, ove
     assert caplog.records[-1].getMessage().startswith(f"429 GET {PARIS_GET} ({client}) ")
 
 
+async def test_access_lines_are_info_below_400_warning_for_a_4xx_and_error_for_a_5xx(api, keys, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="tornado.access")
+    await api(PARIS_GET)
+    await api("/api/v1/solar-time?date=2026-07-14")  # 400: no local_time
+
+    def busy(key: str) -> None:
+        raise KeyStoreBusy("The key store is locked by another process's write; try again in a moment.")
+
+    monkeypatch.setattr(keys, "active_key", busy)
+    await api(PARIS_GET, headers={"X-API-Key": UNKNOWN_KEY})  # 503
+    lines = [(record.getMessage().split()[0], record.levelname) for record in caplog.records
+             if record.name == "tornado.access"]
+    assert lines == [("200", "INFO"), ("400", "WARNING"), ("503", "ERROR")]
+
+
+@pytest.mark.parametrize("path", ["/CONSOLE/login?s3cret", "/nope?TOKEN=s3cret"])
+async def test_a_token_in_a_mistyped_console_url_stays_out_of_the_access_line(api, caplog, path):
+    caplog.set_level(logging.INFO, logger="tornado.access")
+    await api(path)
+    logged = [record.getMessage() for record in caplog.records if record.name == "tornado.access"]
+    assert logged and not any("s3cret" in line for line in logged)
+
+
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
 async def test_health_is_neither_keyed_nor_limited(api, limiter, overrides):
     for _ in range(ANON_RPM + 1):

@@ -320,6 +320,8 @@ async def test_unexpected_exception_is_500_calculation_failed_without_traceback(
     assert "secret internal detail" not in response.body.decode()
     assert "Traceback" not in response.body.decode()
     assert "secret internal detail" in caplog.text  # logged on the server
+    # README: the access line of a 5xx is at ERROR, a 500 included.
+    assert [record.levelname for record in caplog.records if record.name == "tornado.access"] == ["ERROR"]
 
 
 @pytest.fixture
