@@ -70,8 +70,7 @@ async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> A
     if supplied and key is None and busy is None:
         # With enforcement off the request still passes on per-IP limits; say so, so a typo is not silent.
         headers["X-API-Key-Status"] = "invalid"
-    if not decision.allowed:
-        headers["Retry-After"] = str(decision.retry_after)
+    if not decision.allowed:  # its Retry-After comes with the error (retry_after), as every refusal's does
         return Admission(headers, _rate_limited(decision))
     if busy is not None:
         return Admission(headers, _busy())
