@@ -258,8 +258,8 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     server.add_sockets(sockets)
     port = sockets[0].getsockname()[1]
     _announce(f"solarserv {solarserv.__version__} ready at http://{_url_host(settings.host)}:{port}/")
-    if first_process:
-        _announce(_console_line(console, settings.host, port))
+    if first_process and settings.console != "off":
+        _announce(_console_line(console, settings.host, port, settings.console))
     await stopping.wait()
     server.stop()
     await server.close_all_connections()
@@ -344,17 +344,32 @@ def _forward_stop_signals_to_workers() -> None:
         signal.signal(signum, forward)
 
 
-def _console_line(console: Any, host: str, port: int) -> str:
+def _console_line(console: Any, host: str, port: int, access: str) -> str:
     """Where to open the console. A wildcard bind address (0.0.0.0, ::) is no address a browser can open:
-    the link then names this machine's loopback, and says another name or address of it works too."""
+    the link then names this machine's loopback, and says whether another machine may use another name or
+    address of it (``access``: the CONSOLE setting, local or any)."""
     browsable = _browsable_host(host)
     base_url = f"http://{_url_host(browsable)}:{port}"
-    elsewhere = (f" (listening on every interface: from another machine, put this machine's name or address "
-                 f"in place of {_url_host(browsable)})") if browsable != host else ""
+    if access == "local":
+        elsewhere = "" if _is_loopback(host) else " (CONSOLE=local: from this machine only)"
+    elif browsable != host:
+        elsewhere = (f" (listening on every interface: from another machine, put this machine's name or address "
+                     f"in place of {_url_host(browsable)})")
+    else:
+        elsewhere = ""
     if console.token_generated:
         return (f"Console login link (admin token generated for this run): {console.login_link(base_url)}"
                 f"{elsewhere}")
     return f"Console: {base_url}/console (log in with ADMIN_TOKEN){elsewhere}"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # another host name, or "" (every interface)
+        return False
 
 
 def _browsable_host(host: str) -> str:

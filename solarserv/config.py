@@ -113,6 +113,9 @@ def redis_url_shown(url: str) -> str:
     return f"{scheme}{separator}{location}{f'?db={database}' if database else ''}"
 
 
+# Who may open the operator console (CONSOLE); solarserv.web.console.ConsoleHandler.prepare applies it.
+CONSOLE_ACCESS = ("local", "any", "off")
+
 # A token a console login is guessed against: 20 characters of a URL-safe alphabet are 120 bits (a generated
 # one has 43).
 ADMIN_TOKEN_MIN_LENGTH = 20
@@ -184,6 +187,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("admin_token", "ADMIN_TOKEN", None, _admin_token, None,
             f"Console login token, at least {ADMIN_TOKEN_MIN_LENGTH} characters; unset: one is generated at start "
             "and its login URL printed.", shown_in_errors=lambda token: "(hidden)"),
+    Setting("console", "CONSOLE", "--console", _one_of(*CONSOLE_ACCESS), "local",
+            "Who may open the operator console: local (connections from this machine: a browser here, an SSH "
+            "tunnel, a proxy on this machine), any (every address: serve it behind TLS) or off (404)."),
     Setting("trust_proxy", "TRUST_PROXY", "--trust-proxy", _bool, False,
             "true: take the client IP from X-Forwarded-For / X-Real-IP, and HTTPS from X-Forwarded-Proto (the "
             "console cookie's Secure flag)."),

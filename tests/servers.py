@@ -47,7 +47,7 @@ def stop_solarserv(process: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def serving_in_thread(settings: Any, build_services: Callable[[], Services]) -> Iterator[str]:
+def serving_in_thread(settings: Any, build_services: Callable[[], Services], host: str = "127.0.0.1") -> Iterator[str]:
     """Yields the base URL. The services are built inside the serving thread: the key store's SQLite
     connection belongs to the thread that opens it, and async clients to the loop that creates them."""
     started = threading.Event()
@@ -59,7 +59,7 @@ def serving_in_thread(settings: Any, build_services: Callable[[], Services]) -> 
         services = build_services()
 
         async def start() -> None:
-            sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+            sockets = tornado.netutil.bind_sockets(0, host)
             server = make_server(make_app(settings, services))
             server.add_sockets(sockets)
             state.update(loop=loop, server=server, port=sockets[0].getsockname()[1])
@@ -75,7 +75,7 @@ def serving_in_thread(settings: Any, build_services: Callable[[], Services]) -> 
     thread.start()
     assert started.wait(60), "the test server did not start"
     try:
-        yield f"http://127.0.0.1:{state['port']}"
+        yield f"http://{host}:{state['port']}"
     finally:
         state["loop"].call_soon_threadsafe(state["loop"].stop)
         thread.join(10)

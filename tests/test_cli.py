@@ -152,12 +152,18 @@ def test_a_plugin_left_out_is_listed_with_why(capsys, data_dir, tmp_path):
 ])
 def test_the_console_line_names_a_host_a_browser_can_open(host, link_host, elsewhere):
     generated = ConsoleSecrets(admin_token="generated-token", token_generated=True, cookie_secret="unused")
-    line = _console_line(generated, host, 8123)
+    line = _console_line(generated, host, 8123, "any")
     assert f" http://{link_host}:8123/console/login?token=generated-token" in line
     assert (f"put this machine's name or address in place of {link_host}" in line) == elsewhere
     configured = dataclasses.replace(generated, token_generated=False)
     assert f"Console: http://{link_host}:8123/console (log in with ADMIN_TOKEN)" in _console_line(configured,
-                                                                                                  host, 8123)
+                                                                                                  host, 8123, "any")
+    # CONSOLE=local (the default): another machine cannot open it, so the line says so instead, where the
+    # server listens beyond loopback.
+    local = _console_line(generated, host, 8123, "local")
+    assert f" http://{link_host}:8123/console/login?token=generated-token" in local
+    assert "in place of" not in local
+    assert local.endswith(" (CONSOLE=local: from this machine only)") == (host not in ("127.0.0.1", "localhost", "::1"))
 
 
 @pytest.mark.slow

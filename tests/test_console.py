@@ -5,14 +5,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import html.parser
+import ipaddress
 import logging
 import re
+import socket
 import sqlite3
 import stat
 import time
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
+import psutil
 import pytest
 import tornado.httpclient
 import tornado.web
@@ -210,6 +213,56 @@ def test_an_app_with_a_handler_that_does_not_declare_its_access_is_not_built(set
     monkeypatch.setattr(console, "routes", [*console.routes, ("/console/extra", Undeclared)])
     with pytest.raises(TypeError, match="Undeclared"):
         make_app(settings, Services(settings=settings, pipeline=services.pipeline))
+
+
+def non_loopback_address() -> str:
+    """An IPv4 address of this machine other than a loopback one. A connection from it to 127.0.0.1 is what
+    one from another machine looks like to the server: a peer that is neither a loopback address nor the
+    address it reached."""
+    for addresses in psutil.net_if_addrs().values():
+        for address in addresses:
+            if address.family == socket.AF_INET and not ipaddress.ip_address(address.address).is_loopback:
+                return address.address
+    pytest.skip("this machine has no IPv4 address but loopback")
+
+
+CONSOLE_PATHS = ("/console", "/console/login", f"/console/login?token={ADMIN_TOKEN}")
+
+
+async def test_by_default_the_console_answers_only_connections_from_this_machine(browser, http_server_client):
+    source = non_loopback_address()
+    for path in CONSOLE_PATHS:
+        reply = await http_server_client.fetch(path, network_interface=source, follow_redirects=False,
+                                               raise_error=False)
+        assert reply.code == 403 and "(<code>CONSOLE=local</code>)" in reply.body.decode(), path
+        assert "solarserv_console" not in str(reply.headers.get_list("Set-Cookie"))  # the link did not log in
+    refused = await http_server_client.fetch("/console/login", method="POST", body=f"token={ADMIN_TOKEN}",
+                                             network_interface=source, follow_redirects=False, raise_error=False)
+    assert refused.code == 403 and "solarserv_console" not in str(refused.headers.get_list("Set-Cookie"))
+    await browser.log_in()  # from loopback
+    assert (await browser.get("/console")).code == 200
+
+
+async def test_a_connection_to_this_machines_own_address_from_itself_is_local(settings, services):
+    source = non_loopback_address()
+    with serving_in_thread(settings, lambda: Services(settings=settings, pipeline=services.pipeline,
+                                                      limiter=RateLimiter()), host=source) as base_url:
+        here = Browser(ClientOf(base_url))
+        await here.log_in()  # peer and the address it reached are the same: this machine
+        assert (await here.get("/console")).code == 200
+
+
+async def test_console_any_answers_every_address_and_off_none(app, http_server_client):
+    source = non_loopback_address()
+    services = app.settings["services"]
+    services.settings = dataclasses.replace(services.settings, console="any")
+    reply = await http_server_client.fetch(f"/console/login?token={ADMIN_TOKEN}", network_interface=source,
+                                           follow_redirects=False, raise_error=False)
+    assert reply.code == 303 and reply.headers["Location"] == "/console"
+    services.settings = dataclasses.replace(services.settings, console="off")
+    for path in CONSOLE_PATHS:
+        assert (await http_server_client.fetch(path, follow_redirects=False, raise_error=False)).code == 404, path
+    assert (await http_server_client.fetch("/healthz", raise_error=False)).code == 200  # the rest is served
 
 
 async def test_the_login_link_sets_a_session_and_keeps_the_token_out_of_urls_and_logs(browser, caplog):

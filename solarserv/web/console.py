@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
+import ipaddress
 import os
 import secrets
 from dataclasses import dataclass
@@ -169,6 +170,10 @@ class ConsoleHandler(BaseHandler):
 
     def prepare(self) -> None:
         super().prepare()
+        if self.services.settings.console == "off":
+            raise tornado.web.HTTPError(404)
+        if self._refused_as_remote():
+            raise tornado.web.HTTPError(403, "CONSOLE=local: the connection does not come from this machine")
         # A method this page does not answer is 405 naming those it does, session or not (BaseHandler
         # .check_xsrf_cookie): Tornado would answer it only after prepare, which refuses one without a session.
         if ("GET" if self.request.method == "HEAD" else self.request.method) not in self.defined_methods():
@@ -188,7 +193,23 @@ class ConsoleHandler(BaseHandler):
         # The error page shows no session; looking it up again could meet the busy store again.
         self.current_user = None
         self.render("console_error.html", status=status_code,
-                    reason=tornado.httputil.responses.get(status_code, "Error"))
+                    reason=tornado.httputil.responses.get(status_code, "Error"),
+                    remote=status_code == 403 and self._refused_as_remote())
+
+    def _refused_as_remote(self) -> bool:
+        """CONSOLE=local and the connection comes from elsewhere: its peer is neither a loopback address nor
+        the address it reached (from this machine to one of its own addresses). Always the socket's peer,
+        never a proxy header: a proxy on this machine is let through, and it decides whom to serve."""
+        if self.services.settings.console != "local":
+            return False
+        peer = self.request.remote_ip
+        try:
+            if ipaddress.ip_address(peer).is_loopback:
+                return False
+        except ValueError:  # a Unix socket's peer has no address
+            return False
+        local_address = self.request.connection.stream.socket.getsockname()[0]
+        return peer != local_address
 
     def _over_https(self) -> bool:
         if self.services.settings.trust_proxy:
