@@ -469,3 +469,39 @@ def test_two_server_processes_share_one_limit_and_one_key_store(redis_url, data_
             process.terminate()
             process.wait(timeout=10)
             process.stdout.close()
+
+
+# Scripts on other sites (CORS).
+
+EXPOSED = {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "X-API-Key-Status"}
+
+
+@pytest.mark.parametrize("overrides", [{"api_key_required": True}])
+async def test_any_site_may_call_the_api_and_read_its_limits_and_refusals(api, keys):
+    key = keys.create("Widget", "free").key
+    answered = await api("/api/v1/solar-time", "POST", PARIS, {"X-API-Key": key, "Origin": "https://example.org"})
+    refused = await api("/api/v1/solar-time", "POST", PARIS, {"Origin": "https://example.org"})
+    for reply, status in ((answered, 200), (refused, 401)):
+        assert reply.status == status and reply.headers["Access-Control-Allow-Origin"] == "*"
+        assert set(reply.headers["Access-Control-Expose-Headers"].split(", ")) == EXPOSED
+        assert "Access-Control-Allow-Credentials" not in reply.headers  # no cookie is read: none is asked for
+
+
+@pytest.mark.parametrize("overrides", [{"api_key_required": True}])
+async def test_a_preflight_needs_no_key_is_not_counted_and_names_what_a_script_may_send(api, keys):
+    key = keys.create("Widget", "free").key
+    before = await api("/api/v1/solar-time?" + urlencode(PARIS), headers={"X-API-Key": key})
+    for _ in range(3):
+        preflight = await api("/api/v1/solar-time", "OPTIONS", headers={
+            "Origin": "https://example.org", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type, x-api-key"})
+        assert preflight.status == 204 and preflight.body == b""
+        assert preflight.headers["Access-Control-Allow-Methods"] == "GET, HEAD, POST"
+        assert preflight.headers["Access-Control-Allow-Headers"] == "Content-Type, X-API-Key"
+        assert preflight.headers["Access-Control-Allow-Origin"] == "*"
+        assert int(preflight.headers["Access-Control-Max-Age"]) > 0
+        assert "X-RateLimit-Remaining" not in preflight.headers
+    after = await api("/api/v1/solar-time?" + urlencode(PARIS), headers={"X-API-Key": key})
+    assert limits(after)[1] == limits(before)[1] - 1  # only the two GETs counted
+    chart = await api("/api/v1/equation-of-time?year=2026", "OPTIONS")
+    assert chart.status == 204 and chart.headers["Access-Control-Allow-Methods"] == "GET, HEAD"

@@ -380,3 +380,21 @@ def test_rate_limit_refusals_are_shown_in_the_page(limited_visit):
     assert re.fullmatch(r"Rate limit of 2 requests per minute exceeded; retry in \d+ seconds\.",
                         shown(page, "#problem"))
     visit.assert_clean(expected_statuses={429})
+
+
+def test_a_script_on_another_site_can_call_the_api_with_a_key_and_read_its_limits(visit):
+    # A document at 127.0.0.1 and the API asked at localhost are two origins: the browser sends a preflight
+    # (a JSON body, an X-API-Key header) and lets the script read only the headers the API exposes. The
+    # document is /healthz: the calculator page's own policy lets it fetch from its origin alone.
+    page = visit.page
+    page.goto(f"{visit.base_url}/healthz")
+    api = visit.base_url.replace("127.0.0.1", "localhost") + "/api/v1/solar-time"
+    status, remaining, key_status, solar_time = page.evaluate("""async ([url, fields]) => {
+        const reply = await fetch(url, {method: "POST", body: JSON.stringify(fields),
+            headers: {"Content-Type": "application/json", "X-API-Key": "tst_" + "x".repeat(43)}});
+        return [reply.status, reply.headers.get("X-RateLimit-Remaining"), reply.headers.get("X-API-Key-Status"),
+                (await reply.json()).true_solar_time];
+    }""", [api, {**KASHGAR_SHARE, "latitude": 39.47, "longitude": 75.99}])
+    assert status == 200 and int(remaining) >= 0 and key_status == "invalid"  # enforcement off: counted per IP
+    assert re.fullmatch(r"\d{2}:\d{2}:\d{2}", solar_time)
+    assert visit.page_errors == []

@@ -119,7 +119,7 @@ class BaseHandler(tornado.web.RequestHandler):
         self.set_header("Allow", ", ".join(methods))
 
     def defined_methods(self) -> list[str]:
-        return [method for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+        return [method for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
                 if getattr(type(self), method.lower()) is not getattr(tornado.web.RequestHandler, method.lower())]
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
@@ -163,6 +163,17 @@ def request_summary(handler: tornado.web.RequestHandler) -> str:
     return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({escaped(shortened(client))})"
 
 
+# Scripts on any site may call the API (CORS), and read the answer's limits. "*" is safe: the API reads no
+# cookie, only the X-API-Key header, which a script has to send itself.
+_CROSS_ORIGIN_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Expose-Headers": ", ".join(
+        ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "X-API-Key-Status")),
+}
+# How long a browser may reuse a preflight's answer (Chromium keeps one 2 hours at most, Firefox a day).
+_PREFLIGHT_MAX_AGE_SECONDS = 86400
+
+
 class ApiHandler(BaseHandler):
     """JSON in and out. Every failure, expected or not, is written by ``write_error`` as the envelope."""
 
@@ -171,8 +182,9 @@ class ApiHandler(BaseHandler):
     admission: access.Admission | None = None
 
     async def prepare(self) -> None:
-        """Admit the request (API key, rate limit: solarserv.web.access) before the endpoint runs."""
-        if self.metered:
+        """Admit the request (API key, rate limit: solarserv.web.access) before the endpoint runs; not a CORS
+        preflight, which a browser sends without the key and which asks for no answer of the API."""
+        if self.metered and self.request.method != "OPTIONS":
             await self._admit()
             if self.admission.refusal is not None:
                 raise self.admission.refusal
@@ -191,6 +203,19 @@ class ApiHandler(BaseHandler):
         super().set_default_headers()
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         self.set_header("Cache-Control", "no-store")
+        for name, value in _CROSS_ORIGIN_HEADERS.items():
+            self.set_header(name, value)
+
+    def options(self, *args: str) -> None:
+        """A CORS preflight: the methods and request headers a script on another site may use here."""
+        methods = [method for method in self.defined_methods() if method != "OPTIONS"]
+        if "GET" in methods:
+            methods.insert(1, "HEAD")
+        self.set_status(204)
+        self.set_header("Access-Control-Allow-Methods", ", ".join(methods))
+        self.set_header("Access-Control-Allow-Headers", "Content-Type, X-API-Key")
+        self.set_header("Access-Control-Max-Age", str(_PREFLIGHT_MAX_AGE_SECONDS))
+        self.finish()
 
     def compute_etag(self) -> None:
         """No ETag: answers are no-store, so hashing each GET's body for one would be work for nothing."""
