@@ -1,4 +1,4 @@
-"""The solar-time API (POST canonical, GET alias) and the health endpoint."""
+"""The solar-time API (POST canonical, GET alias), the equation of time over a year, and the health endpoint."""
 
 from __future__ import annotations
 
