@@ -33,8 +33,8 @@ def invalid(message: str) -> ApiError:
 
 
 def timezone_unresolved(message: str) -> ApiError:
-    """No IANA zone the service has applies at the point: international waters, or a zone newer than the
-    installed tzdata. Retrying cannot help."""
+    """No IANA zone the service has applies at the point: international waters, Antarctica outside every
+    station's zone, or a zone newer than the installed tzdata. Retrying cannot help."""
     return ApiError("TIMEZONE_RESOLUTION_FAILED", 422, message)
 
 
