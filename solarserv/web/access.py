@@ -111,6 +111,7 @@ def client_ip(request: tornado.httputil.HTTPServerRequest, trust_proxy: bool) ->
     address, and so a fresh quota, per request. X-Real-IP is used only when there is no X-Forwarded-For.
     A value that is not a plain IPv4 or IPv6 address is ignored, the socket's peer used: one with a scope id
     (``fe80::1%eth0``) is a name of the client's choosing, a fresh quota per name and text for the log.
+    ``::ffff:192.0.2.1`` is given as ``192.0.2.1``, the address the limits count and the log shows.
     """
     if trust_proxy:
         forwarded = (request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
@@ -120,7 +121,8 @@ def client_ip(request: tornado.httputil.HTTPServerRequest, trust_proxy: bool) ->
         except ValueError:
             address = None
         if address is not None and getattr(address, "scope_id", None) is None:
-            return str(address)
+            # An IPv4-mapped address as the IPv4 one it is: Python 3.11 writes it in hex (::ffff:c000:201).
+            return str(getattr(address, "ipv4_mapped", None) or address)
     return request.remote_ip or "unknown"
 
 
