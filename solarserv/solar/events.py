@@ -253,7 +253,7 @@ class _Search:
         At noon and midnight the hour angle's share of the altitude's rate is zero, not the declination's:
         the turn comes where the two cancel, sin H = drift / swing. Seconds from noon at mid-latitudes, but
         hours within a degree of a pole, where a Sun below the line at noon can peek over it for minutes
-        (0.19° from the South Pole on 1977-09-17 it rises and sets again within 29 minutes, 1.3 h after
+        (0.19° from the South Pole on 1977-09-20 it rises and sets again within 29 minutes, 1.3 h after
         noon). On the way the rate falls from the drift to zero, so the altitude changes by less than
         drift × time: further from the line than that, ``anchor``'s side is the turn's.
         """
