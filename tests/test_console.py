@@ -284,12 +284,18 @@ async def test_the_login_link_sets_a_session_and_keeps_the_token_out_of_urls_and
     (True, "http, https", True),  # the last entry is what reached the nearest proxy, ours
     (True, "https, http", False),
 ])
-async def test_the_session_cookie_is_secure_when_a_trusted_proxy_was_reached_over_https(
+async def test_console_cookies_are_secure_when_a_trusted_proxy_was_reached_over_https(
         browser, app, trust_proxy, forwarded, secure):
     services = app.settings["services"]
     services.settings = dataclasses.replace(services.settings, trust_proxy=trust_proxy)
+    login_form = await browser.get("/console/login", **{"X-Forwarded-Proto": forwarded})
+    assert ("Secure" in set_cookie(login_form, "_xsrf")) is secure  # Tornado's form token, before a session
     reply = await browser.get("/console/login?" + urlencode({"token": ADMIN_TOKEN}), **{"X-Forwarded-Proto": forwarded})
     assert ("Secure" in set_cookie(reply, SESSION_COOKIE)) is secure
+    token = await browser.form_token()
+    created = await browser._fetch("/console", "POST", urlencode({"label": "Acme", "tier": "free", "_xsrf": token}),
+                                   {"X-Forwarded-Proto": forwarded})
+    assert ("Secure" in set_cookie(created, NEW_KEY_COOKIE)) is secure
 
 
 async def test_the_admin_token_stays_out_of_the_logs_on_mistyped_console_urls(browser, caplog):

@@ -211,6 +211,11 @@ class ConsoleHandler(BaseHandler):
         local_address = self.request.connection.stream.socket.getsockname()[0]
         return peer != local_address
 
+    def set_cookie(self, name: str, value: str | bytes, *args: Any, **kwargs: Any) -> None:
+        """Every console cookie (the session, a new key, Tornado's _xsrf) is Secure when the browser reached
+        us over HTTPS: a browser then never sends it over plain HTTP, where it would cross the network."""
+        super().set_cookie(name, value, *args, **{**kwargs, "secure": self._over_https()})
+
     def _over_https(self) -> bool:
         if self.services.settings.trust_proxy:
             # Each proxy on the way appends its own; the last is what reached the nearest one, ours.
@@ -260,8 +265,7 @@ class LoginHandler(ConsoleHandler):
         else:
             session_id = self.services.keys.start_session(SESSION_DAYS * 24 * 3600)
             self.set_signed_cookie(SESSION_COOKIE, self.services.console.session_cookie(session_id),
-                                   expires_days=SESSION_DAYS, httponly=True, samesite="Lax",
-                                   secure=self._over_https())
+                                   expires_days=SESSION_DAYS, httponly=True, samesite="Lax")
             # Also drops the token from the address bar: the browser lands on a clean URL.
             self.redirect(local_path(self.get_argument("next", None)), status=303)
 
@@ -305,7 +309,7 @@ class KeysHandler(ConsoleHandler):
             return
         # Post/Redirect/Get: the page that shows the key is a GET, so reloading it cannot create another key.
         self.set_signed_cookie(NEW_KEY_COOKIE, f"{issued.record.id}:{issued.key}", expires_days=None,
-                               path=CONSOLE_PATH, httponly=True, samesite="Strict", secure=self._over_https())
+                               path=CONSOLE_PATH, httponly=True, samesite="Strict")
         self.redirect(CONSOLE_PATH, status=303)
 
     def _key_just_created(self) -> dict[str, Any]:
