@@ -227,13 +227,6 @@ class RateLimiter:
         count = await self._with_counters(lambda counters: counters.increment(name, window))
         return Decision(limit=limit, count=count, reset=(window + 1) * WINDOW_SECONDS, now=now)
 
-    async def check(self, name: str, limit: int) -> Decision:
-        """How one more request by ``name`` would be decided against ``limit``, without counting it."""
-        now = self._clock()
-        window = int(now // WINDOW_SECONDS)
-        [count] = await self._with_counters(lambda counters: counters.peek([name], window))
-        return Decision(limit=limit, count=count + 1, reset=(window + 1) * WINDOW_SECONDS, now=now)
-
     async def current_counts(self, names: Sequence[str]) -> dict[str, int]:
         """Requests counted so far in the current window, per name."""
         window = int(self._clock() // WINDOW_SECONDS)

@@ -34,7 +34,6 @@ import tornado.httputil
 import tornado.web
 
 from solarserv.keys import ACTIVE, INACTIVE, LABEL_MAX_LENGTH, TIERS, KeyStoreBusy, KeyStoreError
-from solarserv.ratelimit import Decision
 from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
 from solarserv.web.base import CONSOLE_PATH, BaseHandler
@@ -46,10 +45,6 @@ SESSION_DAYS = 7
 NEW_KEY_COOKIE = "solarserv_new_key"
 NEW_KEY_SECONDS = 60
 LOGIN_ATTEMPTS_PER_MINUTE = 10
-# Failed logins per minute from every address together: guesses spread over many addresses (a botnet, a
-# stream of IPv6 /64s) are slowed too. Past it, no login is tried until the minute turns.
-LOGIN_FAILURES_PER_MINUTE = 100
-LOGIN_FAILURES_COUNTER = "console-login-failures"
 _RPM_MAX_DIGITS = 6  # far above any tier's; a longer number is refused before it is converted
 KEYS_PER_PAGE = 100
 
@@ -248,19 +243,14 @@ class LoginHandler(ConsoleHandler):
         await self._log_in(self.get_body_argument("token", ""))
 
     async def _log_in(self, token: str) -> None:
-        limiter = self.services.limiter
-        attempts = await limiter.hit(
+        attempts = await self.services.limiter.hit(
             f"console-login:{counted_address(client_ip(self.request, self.services.settings.trust_proxy))}",
             LOGIN_ATTEMPTS_PER_MINUTE)
         if not attempts.allowed:
-            self._too_many_attempts("login attempts from your address", attempts)
-            return
-        # Checked before the token is, so that no guess is tried past it: the right token waits too.
-        failures = await limiter.check(LOGIN_FAILURES_COUNTER, LOGIN_FAILURES_PER_MINUTE)
-        if not failures.allowed:
-            self._too_many_attempts("failed logins from all addresses together", failures)
+            self.set_header("Retry-After", str(attempts.retry_after))
+            self._login_page(f"Too many login attempts from your address; try again in "
+                             f"{attempts.retry_after} seconds.", status=429)
         elif not hmac.compare_digest(token.encode(), self.services.console.admin_token.encode()):
-            await limiter.hit(LOGIN_FAILURES_COUNTER, LOGIN_FAILURES_PER_MINUTE)
             self._login_page("That is not the admin token.", status=403, token_refused=True)
         else:
             session_id = self.services.keys.start_session(SESSION_DAYS * 24 * 3600)
@@ -268,10 +258,6 @@ class LoginHandler(ConsoleHandler):
                                    expires_days=SESSION_DAYS, httponly=True, samesite="Lax")
             # Also drops the token from the address bar: the browser lands on a clean URL.
             self.redirect(local_path(self.get_argument("next", None)), status=303)
-
-    def _too_many_attempts(self, what: str, decision: Decision) -> None:
-        self.set_header("Retry-After", str(decision.retry_after))
-        self._login_page(f"Too many {what}; try again in {decision.retry_after} seconds.", status=429)
 
     def _login_page(self, message: str | None = None, status: int = 200, token_refused: bool = False) -> None:
         """``token_refused``: the token field is marked invalid (a refusal for too many attempts is not its fault)."""
