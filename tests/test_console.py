@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import email.utils
 import hashlib
 import html.parser
 import ipaddress
@@ -261,7 +263,22 @@ async def test_console_any_answers_every_address_and_off_none(app, http_server_c
     services.settings = dataclasses.replace(services.settings, console="off")
     for path in CONSOLE_PATHS:
         assert (await http_server_client.fetch(path, follow_redirects=False, raise_error=False)).code == 404, path
+    for path in ("/console/login", "/console/logout", "/console"):  # a form too, before its token is checked
+        posted = await http_server_client.fetch(path, method="POST", body="token=x", raise_error=False)
+        assert posted.code == 404, path
     assert (await http_server_client.fetch("/healthz", raise_error=False)).code == 200  # the rest is served
+
+
+@pytest.mark.parametrize(("forwarded", "code"), [("198.51.100.7", 403), ("127.0.0.1", 303), (None, 303)])
+async def test_behind_a_trusted_proxy_here_console_local_judges_the_client_it_reports(
+        app, http_server_client, forwarded, code):
+    # A proxy on this machine connects from loopback; with TRUST_PROXY the client it names is the one judged.
+    services = app.settings["services"]
+    services.settings = dataclasses.replace(services.settings, trust_proxy=True)
+    headers = {"X-Forwarded-For": forwarded} if forwarded else {}
+    reply = await http_server_client.fetch(f"/console/login?token={ADMIN_TOKEN}", headers=headers,
+                                           follow_redirects=False, raise_error=False)
+    assert reply.code == code
 
 
 async def test_the_login_link_sets_a_session_and_keeps_the_token_out_of_urls_and_logs(browser, caplog):
@@ -420,7 +437,7 @@ async def test_login_attempts_are_limited_per_client(browser):
 
 async def test_login_attempts_from_one_ipv6_64_share_one_count(browser, app):
     services = app.settings["services"]
-    services.settings = dataclasses.replace(services.settings, trust_proxy=True)
+    services.settings = dataclasses.replace(services.settings, trust_proxy=True, console="any")
     form = {"token": "guess", "_xsrf": await browser.form_token()}
     for host in range(LOGIN_ATTEMPTS_PER_MINUTE + 1):  # a fresh address in the /64 for every guess
         reply = await browser._fetch("/console/login", "POST", urlencode(form),
@@ -525,7 +542,8 @@ async def test_the_new_key_reaches_its_page_in_a_signed_cookie_that_lives_a_minu
     created = await browser.post("/console", {"label": "Acme", "tier": "free"})
     cookie = set_cookie(created, NEW_KEY_COOKIE)
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie
-    assert "expires" not in cookie.lower()  # gone with the browser session, and the signature's age limit
+    expires = email.utils.parsedate_to_datetime(re.search(r"expires=([^;]+)", cookie, re.IGNORECASE)[1])
+    assert 0 < (expires - dt.datetime.now(dt.UTC)).total_seconds() <= NEW_KEY_SECONDS  # the browser drops it
     sent = browser.cookies.pop(NEW_KEY_COOKIE)
     secret = app.settings["cookie_secret"]
     key_id, key = tornado.web.decode_signed_value(secret, NEW_KEY_COOKIE, sent).decode().split(":")
@@ -537,6 +555,15 @@ async def test_the_new_key_reaches_its_page_in_a_signed_cookie_that_lives_a_minu
         clock=lambda: time.time() - NEW_KEY_SECONDS - 1).decode()
     assert "Key created" not in browser.text(await browser.get("/console"))  # too old
     assert len(keys.all()) == 1
+
+
+async def test_a_new_key_whose_row_is_gone_is_not_shown_and_breaks_nothing(browser, keys):
+    await browser.log_in()
+    await browser.post("/console", {"label": "Acme", "tier": "free"})
+    with sqlite3.connect(keys.path) as database:  # the store replaced between the form and its page
+        database.execute("DELETE FROM keys")
+    page = await browser.get("/console")
+    assert page.code == 200 and "Key created" not in browser.text(page)
 
 
 async def test_the_listing_shows_requests_in_the_current_window(browser, api, keys):

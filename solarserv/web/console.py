@@ -163,12 +163,15 @@ class ConsoleHandler(BaseHandler):
         if not hmac.compare_digest(sent.encode(), self.xsrf_token):
             raise tornado.web.HTTPError(403, "the form's XSRF token is not this session's")
 
+    def check_xsrf_cookie(self) -> None:
+        # Tornado checks a form before prepare: a console that is off, or not served to this client, says so
+        # first (a POST to it was a 403 for its form).
+        self._refuse_unless_served()
+        super().check_xsrf_cookie()
+
     def prepare(self) -> None:
         super().prepare()
-        if self.services.settings.console == "off":
-            raise tornado.web.HTTPError(404)
-        if self._refused_as_remote():
-            raise tornado.web.HTTPError(403, "CONSOLE=local: the connection does not come from this machine")
+        self._refuse_unless_served()
         # A method this page does not answer is 405 naming those it does, session or not (BaseHandler
         # .check_xsrf_cookie): Tornado would answer it only after prepare, which refuses one without a session.
         if ("GET" if self.request.method == "HEAD" else self.request.method) not in self.defined_methods():
@@ -191,20 +194,27 @@ class ConsoleHandler(BaseHandler):
                     reason=tornado.httputil.responses.get(status_code, "Error"),
                     remote=status_code == 403 and self._refused_as_remote())
 
+    def _refuse_unless_served(self) -> None:
+        """CONSOLE=off: 404 on every console path; CONSOLE=local: 403 to a client elsewhere."""
+        if self.services.settings.console == "off":
+            raise tornado.web.HTTPError(404)
+        if self._refused_as_remote():
+            raise tornado.web.HTTPError(403, "CONSOLE=local: the client is not on this machine")
+
     def _refused_as_remote(self) -> bool:
-        """CONSOLE=local and the connection comes from elsewhere: its peer is neither a loopback address nor
-        the address it reached (from this machine to one of its own addresses). Always the socket's peer,
-        never a proxy header: a proxy on this machine is let through, and it decides whom to serve."""
+        """CONSOLE=local and the client is elsewhere: neither a loopback address nor the address the
+        connection reached (this machine connecting to one of its own). The client is the socket's peer or,
+        with TRUST_PROXY, the one the proxy reports: behind a proxy on this machine only the proxy's own
+        local clients are let through, not everyone it serves."""
         if self.services.settings.console != "local":
             return False
-        peer = self.request.remote_ip
+        client = client_ip(self.request, self.services.settings.trust_proxy)
         try:
-            if ipaddress.ip_address(peer).is_loopback:
+            if ipaddress.ip_address(client).is_loopback:
                 return False
-        except ValueError:  # a Unix socket's peer has no address
-            return False
-        local_address = self.request.connection.stream.socket.getsockname()[0]
-        return peer != local_address
+        except ValueError:  # "unknown": no address to judge by
+            return True
+        return client != self.request.connection.stream.socket.getsockname()[0]
 
     def set_cookie(self, name: str, value: str | bytes, *args: Any, **kwargs: Any) -> None:
         """Every console cookie (the session, a new key, Tornado's _xsrf) is Secure when the browser reached
@@ -294,7 +304,8 @@ class KeysHandler(ConsoleHandler):
             await self._keys_page(error=str(exc), error_field=exc.field, form=form)
             return
         # Post/Redirect/Get: the page that shows the key is a GET, so reloading it cannot create another key.
-        self.set_signed_cookie(NEW_KEY_COOKIE, f"{issued.record.id}:{issued.key}", expires_days=None,
+        self.set_signed_cookie(NEW_KEY_COOKIE, f"{issued.record.id}:{issued.key}",
+                               expires_days=NEW_KEY_SECONDS / 86400,
                                path=CONSOLE_PATH, httponly=True, samesite="Strict")
         self.redirect(CONSOLE_PATH, status=303)
 
@@ -305,7 +316,10 @@ class KeysHandler(ConsoleHandler):
             return {}
         self.clear_cookie(NEW_KEY_COOKIE, path=CONSOLE_PATH)
         key_id, key = value.decode().split(":", 1)
-        return {"new_key": key, "new_record": self.services.keys.find(key_id)}
+        try:
+            return {"new_key": key, "new_record": self.services.keys.find(key_id)}
+        except KeyStoreError:  # its row is gone (the store was replaced meanwhile)
+            return {}
 
     async def _keys_page(self, **shown: Any) -> None:
         """The page: a key just created or a form refused, and one page of the keys, newest first (a store of
