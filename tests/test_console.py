@@ -335,6 +335,20 @@ async def test_an_api_key_sent_in_the_query_stays_out_of_the_logs(browser, keys,
     assert messages[-1].startswith("400 GET /api/v1/solar-time (")
 
 
+async def test_an_api_key_quoted_by_an_error_message_stays_out_of_the_logs(browser, keys, caplog):
+    caplog.set_level(logging.INFO)
+    key = keys.create("Acme", "free").key
+    # Sent where a value was meant: the answers quote it to the client, the log lines do not.
+    place = await browser.get("/api/v1/solar-time?" + urlencode({"date": "2026-07-14", "local_time": "12:00",
+                                                                  "place_name": key}))
+    date = await browser.get("/api/v1/solar-time?" + urlencode({"date": key, "local_time": "12:00",
+                                                                 "latitude": "1", "longitude": "1"}))
+    assert place.code == 404 and key in browser.text(place) and date.code == 400
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("PLACE_NOT_FOUND: No place found for 'tst_…'" in message for message in messages)
+    assert not any(key[:12] in message for message in messages)
+
+
 async def test_a_token_that_is_not_utf8_is_400_and_its_bytes_stay_out_of_the_logs(browser, caplog):
     caplog.set_level(logging.INFO)
     reply = await browser.get("/console/login?token=%ff%fesecret-bytes")

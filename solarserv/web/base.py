@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 import tornado.web
@@ -28,6 +29,8 @@ CONSOLE_PATH = "/console"
 
 # Query parameters whose value may be a secret (request_summary), as written with "_" for "-" in lower case.
 _SECRET_PARAMETERS = frozenset({"token", "api_key", "apikey", "x_api_key", "key"})
+# An API key, or the start of one, in a message that quotes what the client sent (a key sent as a place name).
+_KEY_SHAPED = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_-]*")
 
 # The API codes of the refusals Tornado raises itself, as an HTTPError, before any code of an API handler runs: a
 # method it does not answer. This service raises ApiError.
@@ -129,7 +132,8 @@ class BaseHandler(tornado.web.RequestHandler):
         if isinstance(value, ApiError):
             # An answer the client is meant to get, not a fault: one line, no traceback. The message may quote what
             # the client sent (a 415 its Content-Encoding).
-            log.info("%s → %d %s: %s", request_summary(self), value.status, value.code, escaped(value.message))
+            log.info("%s → %d %s: %s", request_summary(self), value.status, value.code,
+                     escaped(_KEY_SHAPED.sub(KEY_PREFIX + "…", value.message)))
         elif isinstance(value, KeyStoreBusy):
             # Answered 503 "try again" (the console's write_error): another process's doing, not a fault.
             log.warning("%s → 503: %s", request_summary(self), value)
