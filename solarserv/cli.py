@@ -167,9 +167,13 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
 
 def _check_before_binding(settings: Any) -> None:
     """Refuse, before the port is bound, what would stop every worker: a data dir this user cannot write, a key
-    store it cannot use, a Redis that refuses REDIS_URL."""
+    store it cannot use, a Redis that refuses REDIS_URL; and an admin token too short for a console on."""
     from solarserv.ratelimit import redis_refusal
 
+    if settings.console != "off" and settings.admin_token is not None and (
+            len(settings.admin_token) < config.ADMIN_TOKEN_MIN_LENGTH):
+        raise config.SettingsError(f"ADMIN_TOKEN=(hidden): must be at least {config.ADMIN_TOKEN_MIN_LENGTH} "
+                                   "characters, or set CONSOLE=off")
     _check_data_dir(Path(settings.data_dir))
     _check_key_store(settings)
     # A Redis that refuses REDIS_URL would not mend by waiting, while every process counted on its own: a

@@ -46,6 +46,23 @@ def test_calc_json_is_the_api_result(live_server, capsys, data_dir):
         assert json.loads(out) == json.load(response)
 
 
+def test_serve_refuses_an_admin_token_under_20_characters_without_showing_it(capsys, data_dir, monkeypatch):
+    monkeypatch.setenv("ADMIN_TOKEN", "s3cret-short-token!")  # 19 characters
+    status, _, err = run(capsys, data_dir, "serve", "--port", "0")
+    assert status == 2 and "ADMIN_TOKEN=(hidden): must be at least 20 characters, or set CONSOLE=off" in err
+    assert "s3cret" not in err
+    # Only a console uses the token: the other commands, and a server without one, take it.
+    assert run(capsys, data_dir, *PARIS_ARGS)[0] == 0
+    assert run(capsys, data_dir, "keys", "list")[0] == 0
+    def reached_binding(settings):
+        raise SystemExit(7)
+
+    monkeypatch.setattr("solarserv.cli._bind", reached_binding)
+    with pytest.raises(SystemExit) as stopped:  # past the checks, at binding the port
+        run(capsys, data_dir, "serve", "--port", "0", "--console", "off")
+    assert stopped.value.code == 7
+
+
 def test_calc_prints_readable_text(capsys, data_dir):
     status, out, _ = run(capsys, data_dir, *PARIS_ARGS)
     assert status == 0
