@@ -151,10 +151,9 @@ def country_of_zone(name: str) -> str | None:
     return countries.get(name) or countries.get(canonical_zone(name))
 
 
-
-
 @functools.cache
 def _unnamed_keepers() -> dict[str, frozenset[str]]:
+    """Per canonical zone, the countries zone1970.tab lists for it that have no zone.tab name standing for it."""
     own_zones: dict[str, set[str]] = {}
     for row in _tab_rows("zone.tab"):
         own_zones.setdefault(row[0], set()).add(canonical_zone(row[2]))
