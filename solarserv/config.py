@@ -113,7 +113,7 @@ def redis_url_shown(url: str) -> str:
     return f"{scheme}{separator}{location}{f'?db={database}' if database else ''}"
 
 
-# Who may open the operator console (CONSOLE); solarserv.web.console.ConsoleHandler.prepare applies it.
+# Who may open the operator console (CONSOLE); solarserv.web.console.ConsoleHandler applies it.
 CONSOLE_ACCESS = ("local", "any", "off")
 
 # A token a console login is guessed against: 20 characters of a URL-safe alphabet are 120 bits (a generated
@@ -162,7 +162,7 @@ class Setting:
     default: Any
     help: str
     empty_is_value: bool = False  # an empty value is a value, not "unset" (an allow-list allowing nothing)
-    shown_in_errors: Callable[[str], str] = repr  # a value holding secrets hides them here
+    shown_in_errors: Callable[[str], str] = str  # a value holding secrets hides them here
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -175,13 +175,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory for the SQLite key store and the gazetteer index."),
     Setting("redis_url", "REDIS_URL", "--redis-url", _redis_url, None,
             "Redis URL for shared rate-limit counters: redis://[[user]:password@]host[:port][/db], rediss://… "
-            "(TLS) or unix://path[?db=N]; unset: in-process counters.",
-            shown_in_errors=lambda url: repr(redis_url_shown(url))),
+            "(TLS) or unix://path[?db=N]; unset: in-process counters.", shown_in_errors=redis_url_shown),
     Setting("api_key_required", "API_KEY_REQUIRED", None, _bool, False,
             "true: every API request needs a valid X-API-Key."),
     Setting("admin_token", "ADMIN_TOKEN", None, str, None,
             f"Console login token, at least {ADMIN_TOKEN_MIN_LENGTH} characters; unset: one is generated at start "
-            "and its login URL printed.", shown_in_errors=lambda token: "(hidden)"),
+            "and its login URL printed."),
     Setting("console", "CONSOLE", "--console", _one_of(*CONSOLE_ACCESS), "local",
             "Who may open the operator console: local (connections from this machine: a browser here, an SSH "
             "tunnel, a proxy on this machine), any (every address: serve it behind TLS) or off (404)."),
@@ -285,5 +284,5 @@ def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | No
         try:
             values[setting.name] = setting.parse(raw) if isinstance(raw, str) else raw
         except ValueError as exc:
-            raise SettingsError(f"{source}={setting.shown_in_errors(raw)}: {exc}") from None
+            raise SettingsError(f"{source}={setting.shown_in_errors(raw)!r}: {exc}") from None
     return Settings(**values)

@@ -8,6 +8,13 @@ import pytest
 from solarserv import cli, config
 
 
+def refusal(environ: dict[str, str]) -> str:
+    """The message of the SettingsError that loading the settings from ``environ`` raises."""
+    with pytest.raises(config.SettingsError) as refused:
+        config.load(environ=environ)
+    return str(refused.value)
+
+
 @pytest.mark.parametrize("environ,said", [
     ({"GEOCODER": "google"}, "GEOCODER='google': must be one of offline, nominatim, photon, got 'google'"),
     ({"GEOCODER_SCHEME": "ftp"}, "GEOCODER_SCHEME='ftp': must be one of http, https, got 'ftp'"),
@@ -19,9 +26,7 @@ from solarserv import cli, config
     ({"GEOCODER_DOMAIN": "my host"}, "GEOCODER_DOMAIN="),
 ], ids=["geocoder", "scheme", "domain-a-url", "domain-port", "domain-query", "domain-space"])
 def test_a_wrong_geocoder_setting_is_refused_naming_it(environ, said):
-    with pytest.raises(config.SettingsError) as refused:
-        config.load(environ=environ)
-    assert str(refused.value).startswith(said)
+    assert refusal(environ).startswith(said)
 
 
 @pytest.mark.parametrize("environ,said", [
@@ -36,9 +41,7 @@ def test_a_wrong_geocoder_setting_is_refused_naming_it(environ, said):
 ])
 def test_a_number_that_is_not_one_is_refused_in_plain_words(environ, said):
     # Not Python's own: "invalid literal for int() with base 10: 'abc'".
-    with pytest.raises(config.SettingsError) as refused:
-        config.load(environ=environ)
-    assert str(refused.value) == said
+    assert refusal(environ) == said
 
 
 def test_geocoder_settings_that_load():
@@ -71,9 +74,7 @@ def test_a_true_or_false_setting_reads_the_usual_words(text, meaning):
 
 
 def test_a_true_or_false_setting_refuses_another_word():
-    with pytest.raises(config.SettingsError) as refused:
-        config.load(environ={"API_KEY_REQUIRED": "maybe"})
-    assert str(refused.value) == "API_KEY_REQUIRED='maybe': expected true or false, got 'maybe'"
+    assert refusal({"API_KEY_REQUIRED": "maybe"}) == "API_KEY_REQUIRED='maybe': expected true or false, got 'maybe'"
 
 
 @pytest.mark.parametrize("environ,said", [
@@ -86,9 +87,7 @@ def test_a_true_or_false_setting_refuses_another_word():
      "host[:port][/path], e.g. nominatim.example.org or localhost:8080/nominatim"),
 ])
 def test_a_value_out_of_its_range_or_form_is_refused_saying_which(environ, said):
-    with pytest.raises(config.SettingsError) as refused:
-        config.load(environ=environ)
-    assert str(refused.value) == said
+    assert refusal(environ) == said
 
 
 def test_the_edges_of_each_range_are_accepted():

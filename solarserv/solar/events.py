@@ -71,8 +71,10 @@ _TURN_MARGIN_SECONDS = 60.0  # beyond the estimated time of a turn, so that its 
 _TURN_HEIGHT_LIMIT = 2 * math.radians(0.41) / SECONDS_PER_DAY * HALF_DAY_SECONDS / 2 + _INTERPOLATED_HEIGHT_ERROR
 # How far the Sun's height can move between noon ± 12 h and the solar midnight: an apparent solar day lasts
 # 24 h ± 30 s, and the height changes by less than the Earth's rotation (7.27e-5 rad/s) and the
-# declination's drift (1e-7 rad/s) together.
+# declination's drift (1e-7 rad/s) together. Nearer the line than this, or than a turn there may take it, the
+# solar midnight itself is probed (_Search.solar_midnight).
 _MIDNIGHT_SHIFT_HEIGHT = 30 * 7.3e-5
+_MIDNIGHT_PROBE_HEIGHT = max(_MIDNIGHT_SHIFT_HEIGHT, _TURN_HEIGHT_LIMIT)
 
 
 class _Probe(NamedTuple):
@@ -153,9 +155,8 @@ class _SolarDay(NamedTuple):
     of the solar midnights) and at noon (x = 0; the noon probe lies within a second of it). The hour angle
     is π·x plus a lag that is zero at noon and follows the change of the equation of time (seconds a day).
     Both vary on the scale of a year, so what a parabola leaves out (third-order terms) is small: on 15,000
-    random instants
-    1900–2050 the interpolated hour angle is within 0.3 ms of time of the engine's and the declination
-    within 0.007″ — except across a step of UT1 − UTC at 0h UTC (a leap second, the end of the IERS
+    random instants 1900–2050 the interpolated hour angle is within 0.3 ms of time of the engine's and the
+    declination within 0.007″ — except across a step of UT1 − UTC at 0h UTC (a leap second, the end of the IERS
     table), where the guess can miss by up to the step; the probes that follow correct it.
     """
 
@@ -241,7 +242,7 @@ class _Search:
         take it (``turn_near``), the probe stands for the midnight: its side of the line is the midnight's,
         and no event lies between them (nearly every day, at no cost). Else the midnight is probed.
         """
-        if abs(half_a_day_off.height) > max(_MIDNIGHT_SHIFT_HEIGHT, _TURN_HEIGHT_LIMIT):
+        if abs(half_a_day_off.height) > _MIDNIGHT_PROBE_HEIGHT:
             return half_a_day_off
         return self.probe(day.solar_midnight(1 if half_a_day_off.seconds > day.noon else -1))
 

@@ -116,10 +116,15 @@ class BaseHandler(tornado.web.RequestHandler):
         GET unless HEAD is the method refused (the console's login link refuses it)."""
         if status != 405:
             return
-        methods = self.defined_methods()
-        if "GET" in methods and self.request.method != "HEAD":
-            methods.insert(1, "HEAD")
+        methods = [method for method in self.answered_methods() if not method == self.request.method == "HEAD"]
         self.set_header("Allow", ", ".join(methods))
+
+    def answered_methods(self) -> list[str]:
+        """The methods this handler defines, and HEAD after GET (``head`` is GET without the body)."""
+        methods = self.defined_methods()
+        if "GET" in methods:
+            methods.insert(1, "HEAD")
+        return methods
 
     def defined_methods(self) -> list[str]:
         return [method for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -212,9 +217,7 @@ class ApiHandler(BaseHandler):
 
     def options(self, *args: str) -> None:
         """A CORS preflight: the methods and request headers a script on another site may use here."""
-        methods = [method for method in self.defined_methods() if method != "OPTIONS"]
-        if "GET" in methods:
-            methods.insert(1, "HEAD")
+        methods = [method for method in self.answered_methods() if method != "OPTIONS"]
         self.set_status(204)
         self.set_header("Access-Control-Allow-Methods", ", ".join(methods))
         self.set_header("Access-Control-Allow-Headers", "Content-Type, X-API-Key")
