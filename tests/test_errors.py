@@ -210,6 +210,20 @@ def test_a_chunked_body_of_16_kib_exactly_is_read_and_one_byte_more_is_refused(l
         connection.close()
 
 
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+                                          "multipart/form-data; boundary=x"])
+async def test_the_api_reads_a_body_as_json_whatever_content_type_it_declares(api, content_type):
+    # A multipart Content-Type was read as a form first: 400 "Invalid body: Invalid multipart/form-data: …".
+    reply = await api("/api/v1/solar-time", "POST", json.dumps(PARIS), {"Content-Type": content_type})
+    assert reply.status == 200, reply.body
+
+
+async def test_a_form_posted_to_the_api_is_told_its_body_is_not_json(api):
+    form = b'--x\r\nContent-Disposition: form-data; name="date"\r\n\r\n2026-07-14\r\n--x\r\n'  # no final boundary
+    reply = await api("/api/v1/solar-time", "POST", form, {"Content-Type": "multipart/form-data; boundary=x"})
+    assert "not valid JSON" in assert_envelope(reply, 400, "INVALID_REQUEST")["message"]
+
+
 async def test_content_encoding_identity_is_read_in_any_case_and_spacing(api):
     reply = await api("/api/v1/solar-time", "POST", json.dumps(PARIS),
                       {"Content-Type": "application/json", "Content-Encoding": " Identity "})

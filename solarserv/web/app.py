@@ -35,7 +35,7 @@ class Application(tornado.web.Application):
                              path_kwargs: dict[str, bytes] | None = None) -> BodyReader:
         """Every request's body is read by a BodyReader, which starts the handler (solarserv.web.body)."""
         return BodyReader(super().get_handler_delegate(request, target_class, target_kwargs, path_args, path_kwargs),
-                          request)
+                          request, reads_form=target_class.reads_form)
 
 
 class StaticFiles(tornado.web.StaticFileHandler, BaseHandler):

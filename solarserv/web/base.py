@@ -41,6 +41,9 @@ _HTTP_CODES = {
 
 @tornado.web.stream_request_body  # only so that solarserv.web.body's BodyReader decides when the handler starts
 class BaseHandler(tornado.web.RequestHandler):
+    # Whether a body whose Content-Type names a form is read as its fields (the console's forms).
+    reads_form = True
+
     def set_default_headers(self) -> None:
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Referrer-Policy", "no-referrer")
@@ -188,6 +191,9 @@ class ApiHandler(BaseHandler):
 
     # False for endpoints outside the metered API (the health check): no key needed, no rate limit.
     metered = True
+    # A body is JSON whatever its Content-Type says (curl -d sends a form's): read as a form first, a
+    # multipart one was refused with the form parser's complaint.
+    reads_form = False
     admission: access.Admission | None = None
 
     async def prepare(self) -> None:

@@ -14,7 +14,8 @@ be read for nothing, and a body sent in chunks that is still arriving after MAX_
 
 Every handler is declared to stream its body (``BaseHandler``) only so that the reader decides when it starts:
 Tornado starts a streaming handler when told that the headers are in, and waits for its ``prepare`` to return. The
-reader tells it once the body is in (or at once, to refuse it), having set ``request.body`` and the form arguments as
+reader tells it once the body is in (or at once, to refuse it), having set ``request.body`` and, for a handler that
+reads forms (``BaseHandler.reads_form``: the console, not the API, which reads JSON), the form arguments as
 Tornado does for a handler that does not stream.
 """
 
@@ -35,9 +36,10 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
     """Reads one request's body for its handler's delegate, then starts the handler (see the module)."""
 
     def __init__(self, handler: tornado.httputil.HTTPMessageDelegate,
-                 request: tornado.httputil.HTTPServerRequest) -> None:
+                 request: tornado.httputil.HTTPServerRequest, *, reads_form: bool) -> None:
         self._handler = handler
         self._request = request
+        self._reads_form = reads_form
         self._head: tuple[tornado.httputil.RequestStartLine, tornado.httputil.HTTPHeaders] | None = None
         self._body = bytearray()
         self._received = 0
@@ -73,7 +75,8 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
     def finish(self) -> None:
         if not self._started:
             self._request.body = bytes(self._body)
-            self.refusal = self.refusal or _unsupported_encoding(self._request) or self._read_form()
+            self.refusal = self.refusal or _unsupported_encoding(self._request) or (
+                self._read_form() if self._reads_form else None)
             self._start()
         self._handler.finish()  # the streaming handler's body is in: its method may run
 
