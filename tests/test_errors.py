@@ -235,6 +235,24 @@ async def test_a_content_encoding_without_a_body_is_not_refused(api):
     assert reply.status == 200, reply.body
 
 
+@pytest.mark.parametrize("request_bytes,answer", [
+    (b"GET / HTTP/1.1\r\nHost: solarserv\r\nContent-Length: abc\r\n\r\n", b"HTTP/1.1 400 Bad Request\r\n\r\n"),
+    (b"POST / HTTP/1.1\r\nHost: solarserv\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+     b"HTTP/1.1 400 Bad Request\r\n\r\n"),
+    # Tornado closes the stream it cannot read a head from within 64 KiB before anyone can answer.
+    (b"GET /api/v1/solar-time?" + b"x" * 70_000 + b" HTTP/1.1\r\nHost: solarserv\r\n\r\n", b""),
+    (b"GET / HTTP/1.1\r\nHost: solarserv\r\nX-Padding: " + b"x" * 70_000 + b"\r\n\r\n", b""),
+])
+def test_what_tornado_cannot_read_as_http_is_answered_as_readme_says(live_server, request_bytes, answer):
+    server = urlsplit(live_server)
+    with socket.create_connection((server.hostname, server.port), timeout=30) as client:
+        client.sendall(request_bytes)
+        received = b""
+        while chunk := client.recv(65536):
+            received += chunk
+    assert received == answer
+
+
 def test_control_characters_sent_in_the_path_or_query_are_escaped_in_the_log(live_server, caplog):
     # Tornado refuses ESC, CR and LF in a request line; bytes 0x80 to 0x9F it reads as the C1 controls U+0080 to
     # U+009F, among them NEL (a line break to str.splitlines and log readers) and CSI (an escape to terminals).
