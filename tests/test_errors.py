@@ -319,9 +319,21 @@ async def test_a_static_path_that_is_not_utf8_is_400_without_its_bytes_in_the_lo
 async def test_unknown_path_and_method_are_envelopes(api):
     assert_envelope(await api("/api/v1/nothing"), 404, "NOT_FOUND")
     refused = await api("/api/v1/solar-time", "PUT", PARIS)
-    assert_envelope(refused, 405, "METHOD_NOT_ALLOWED")
+    # Tornado's message was its reason phrase alone, "Method Not Allowed".
+    assert assert_envelope(refused, 405, "METHOD_NOT_ALLOWED")["message"] == (
+        "PUT is not answered at /api/v1/solar-time, which answers GET, HEAD, POST and OPTIONS.")
     assert refused.headers["Allow"] == "GET, HEAD, POST, OPTIONS"  # RFC 9110: a 405 names what is allowed
     assert (await api("/api/v1/equation-of-time?year=2024", "POST", {})).headers["Allow"] == "GET, HEAD, OPTIONS"
+
+
+async def test_a_method_tornado_does_not_know_is_405_and_an_unknown_path_answers_no_method(http_server_client):
+    # The unknown path's Allow and message said OPTIONS, which is a 404 there like every other method.
+    reply = await http_server_client.fetch("/api/v1/nothing", method="PROPFIND", allow_nonstandard_methods=True,
+                                           raise_error=False)
+    assert reply.code == 405 and reply.headers["Allow"] == ""
+    assert json.loads(reply.body)["error"] == {"code": "METHOD_NOT_ALLOWED",
+                                               "message": "PROPFIND is not answered at /api/v1/nothing, which "
+                                                          "answers no method."}
 
 
 class ExplodingEngine:

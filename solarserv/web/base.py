@@ -32,12 +32,6 @@ _SECRET_PARAMETERS = frozenset({"token", "api_key", "apikey", "x_api_key", "key"
 # An API key, or the start of one, in a message that quotes what the client sent (a key sent as a place name).
 _KEY_SHAPED = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_-]*")
 
-# The API codes of the refusals Tornado raises itself, as an HTTPError, before any code of an API handler runs: a
-# method it does not answer. This service raises ApiError.
-_HTTP_CODES = {
-    405: "METHOD_NOT_ALLOWED",
-}
-
 
 @tornado.web.stream_request_body  # only so that solarserv.web.body's BodyReader decides when the handler starts
 class BaseHandler(tornado.web.RequestHandler):
@@ -239,7 +233,9 @@ class ApiHandler(BaseHandler):
         self.finish(json.dumps(payload, ensure_ascii=False))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
-        error = _as_api_error(status_code, kwargs.get("exc_info"))
+        # Tornado raises a 405 itself, before any code of the handler runs, with its reason phrase as the message.
+        error = (self._method_not_answered() if status_code == 405
+                 else _as_api_error(status_code, kwargs.get("exc_info")))
         self.set_status(error.status)
         # Headers set for a response that then failed (e.g. a half-built result) must not leak into the error.
         self.set_header("Content-Type", "application/json; charset=UTF-8")
@@ -254,16 +250,24 @@ class ApiHandler(BaseHandler):
         for name, value in self.admission.headers.items() if self.admission else ():
             self.set_header(name, value)
 
+    def _method_not_answered(self) -> ApiError:
+        """405 naming the method refused and those answered here, as the Allow header does (set_allow_header)."""
+        *others, last = self.answered_methods() or ["no method"]
+        answered = f"{', '.join(others)} and {last}" if others else last
+        return ApiError("METHOD_NOT_ALLOWED", 405, f"{self.request.method} is not answered at "
+                        f"{shortened(self.request.path, longest=TARGET_SHOWN)}, which answers {answered}.")
+
+
 def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
     exception = exc_info[1] if exc_info else None
     if isinstance(exception, ApiError):
         return exception
     if isinstance(exception, tornado.web.HTTPError) and exception.status_code < 500:
-        code = _HTTP_CODES.get(exception.status_code, f"HTTP_{exception.status_code}")
-        return ApiError(code, exception.status_code, exception.get_message() or exception.reason
+        return ApiError(f"HTTP_{exception.status_code}", exception.status_code,
+                        exception.get_message() or exception.reason
                         or tornado.web.httputil.responses.get(exception.status_code, "Error"))
     if status_code < 500:
-        return ApiError(_HTTP_CODES.get(status_code, f"HTTP_{status_code}"), status_code,
+        return ApiError(f"HTTP_{status_code}", status_code,
                         tornado.web.httputil.responses.get(status_code, "Error"))
     # Never a traceback to the client; BaseHandler.log_exception has logged it on the server.
     return ApiError("CALCULATION_FAILED", 500,
@@ -281,6 +285,10 @@ class NotFoundHandler(ApiHandler):
     Not counted, because Tornado answers them before any handler code runs: a method it does not know
     (PROPFIND, FOO: 405 on any path) and a missing file under /static/ (its StaticFileHandler's 404).
     """
+
+    def answered_methods(self) -> list[str]:
+        """None: every method that reaches ``prepare`` is answered 404, a preflight's OPTIONS too."""
+        return []
 
     async def prepare(self) -> None:
         await self._admit()
