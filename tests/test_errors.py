@@ -37,6 +37,11 @@ def assert_envelope(reply, status: int, code: str) -> dict:
     ({**PARIS, "date": "2026-02-29"}, 400, 422),
     ({**PARIS, "date": "1850-01-01"}, 400, 422),
     ({**PARIS, "local_time": "25:00"}, 400, 422),
+    ({**PARIS, "date": "2026-7-14"}, 400, 422),  # README: a string not in its format is a value, not a type
+    ({**PARIS, "local_time": "14:30Z"}, 400, 422),
+    ({"date": "2026-07-14", "local_time": "14:30", "place_name": " "}, 400, 422),
+    ({"date": "2026-07-14", "local_time": "14:30", "place_name": "x" * 201}, 400, 422),
+    ({"date": "2026-07-14", "local_time": "14:30", "place_name": "Paris\tFR"}, 400, 422),
     ({**PARIS, "place_name": "Paris"}, 400, 422),
     ({"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8}, 400, 422),
     ({"date": "2026-07-14", "latitude": 48.8, "longitude": 2.3}, 400, 400),
