@@ -155,23 +155,34 @@ def test_zone_at(locator, latitude, longitude, expected):
     assert locator.zone_at(latitude, longitude) == expected
 
 
-@pytest.mark.parametrize(("latitude", "longitude"), [(0.0, -150.0), (90.0, 0.0), (-45.0, -120.0)])
-def test_international_waters_have_no_timezone(locator, latitude, longitude):
-    # mid-Pacific, the North Pole (Arctic Ocean), the South Pacific
+@pytest.mark.parametrize(("latitude", "longitude", "named"), [
+    (0.0, -150.0, "0°, 150°W"),  # mid-Pacific
+    (-0.0, -150.0, "0°, 150°W"),  # the same point, not "latitude -0.0"
+    (90.0, 0.0, "90°N, 0°"),  # the North Pole (Arctic Ocean)
+    (-45.0, -120.0, "45°S, 120°W"),  # the South Pacific
+])
+def test_international_waters_have_no_timezone(locator, latitude, longitude, named):
     with pytest.raises(ApiError) as caught:
         locator.zone_at(latitude, longitude)
     error = caught.value
     assert (error.code, error.status) == ("TIMEZONE_RESOLUTION_FAILED", 422)
-    assert f"latitude {latitude}, longitude {longitude}" in error.message
-    assert "international waters" in error.message and "no IANA timezone" in error.message
+    assert error.message == (f"{named} is in international waters, or on an uninhabited island outside every "
+                             "time zone's boundaries, where no IANA timezone applies.")
+
+
+def test_an_island_without_a_zone_is_not_said_to_be_at_sea(locator):
+    # Bouvet Island (Norway's, uninhabited): land, which the boundary data leaves to the sea's Etc/GMT.
+    with pytest.raises(ApiError) as caught:
+        locator.zone_at(-54.42, 3.36)
+    assert "or on an uninhabited island" in caught.value.message
 
 
 def test_antarctic_land_without_a_zone_is_not_called_international_waters(locator):
     # The interior of West Antarctica (Marie Byrd Land): land, which timezonefinder gives no zone.
     with pytest.raises(ApiError) as caught:
         locator.zone_at(-83.8125, -96.389)
-    assert caught.value.message == ("latitude -83.8125, longitude -96.389 is in Antarctica or its seas outside "
-                                    "every station's time zone, where no IANA timezone applies")
+    assert caught.value.message == ("83.8125°S, 96.389°W is in Antarctica or its seas outside "
+                                    "every station's time zone, where no IANA timezone applies.")
 
 
 def test_every_land_zone_of_timezonefinder_is_in_tzdata():

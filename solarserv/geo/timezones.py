@@ -9,6 +9,7 @@ from timezonefinder import TimezoneFinder
 from solarserv.errors import timezone_unresolved
 from solarserv.geo.geometry import KM_PER_DEGREE
 from solarserv.geo.zones import ANTARCTIC_TREATY_LATITUDE, TZDATA_VERSION, canonical_zone, has_zone
+from solarserv.timefmt import format_coordinates
 
 _BORDER_RADIUS_KM = 10.0
 _BORDER_SAMPLES = 8  # compass points on the circle; a border passing within the radius crosses it
@@ -38,19 +39,20 @@ class TimezoneLocator:
         tzdata package does not have (the two packages' releases drifting apart)."""
         name = self._finder.timezone_at_land(lng=longitude, lat=latitude)
         if name is None:
-            # South of 60°S timezonefinder also leaves land without a zone: Antarctica away from the
-            # stations whose zones it draws (Marie Byrd Land, which no country claims).
-            where = ("in international waters" if latitude > ANTARCTIC_TREATY_LATITUDE
+            # timezonefinder also leaves some land without a zone: islands no one lives on (Bouvet, Heard) and,
+            # south of 60°S, Antarctica away from the stations whose zones it draws (Marie Byrd Land).
+            where = ("in international waters, or on an uninhabited island outside every time zone's boundaries"
+                     if latitude > ANTARCTIC_TREATY_LATITUDE
                      else "in Antarctica or its seas outside every station's time zone")
-            raise timezone_unresolved(f"latitude {latitude}, longitude {longitude} is {where}, where no IANA "
-                                      "timezone applies")
+            raise timezone_unresolved(f"{format_coordinates(latitude, longitude)} is {where}, where no IANA "
+                                      "timezone applies.")
         if not has_zone(name):
             # tzdata keeps every retired name as a link, so only a zone newer than the installed
             # tzdata lands here; there is nothing to map it to.
             raise timezone_unresolved(
-                f"latitude {latitude}, longitude {longitude} is in timezone {name} (boundary data "
+                f"{format_coordinates(latitude, longitude)} is in timezone {name} (boundary data "
                 f"{self.data_version}), which the IANA tzdata release {TZDATA_VERSION} this service "
-                "uses does not have")
+                "uses does not have.")
         return name
 
     def near_border(self, latitude: float, longitude: float, zone: str) -> bool:

@@ -55,7 +55,7 @@ def unknown_zone(name: str) -> ApiError:
     reports it as the timezone failing to resolve, naming the release that lacks it.
     """
     return timezone_unresolved(f"timezone {name!r} is not in the IANA tzdata release {TZDATA_VERSION} this service "
-                               "uses")
+                               "uses.")
 
 
 def zone_file(name: str) -> bytes:
