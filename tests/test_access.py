@@ -119,6 +119,7 @@ async def test_every_row_of_the_enforcement_table(api, keys, overrides, kind, st
         assert "X-API-Key" in reply.json()["error"]["message"]
     assert limits(reply)[:2] == (limit, limit - 1)
     assert reply.headers.get("X-API-Key-Status") == key_status
+    assert reply.headers.get("WWW-Authenticate") == ('ApiKey header="X-API-Key"' if status == 401 else None)
 
 
 async def test_anonymous_clients_get_anon_rpm_then_429_until_the_minute_turns(api, clock):

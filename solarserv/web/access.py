@@ -34,6 +34,9 @@ from solarserv.text import TARGET_SHOWN, escaped, shortened
 log = logging.getLogger("solarserv.web")
 
 API_KEY_HEADER = "X-API-Key"
+# A 401's WWW-Authenticate (RFC 9110 §11.6.1: every 401 names how to authenticate). No registered scheme sends a
+# key in a header of its own; the parameter names the header.
+KEY_CHALLENGE = f'ApiKey header="{API_KEY_HEADER}"'
 # A client's next try after the key store was busy: another process held its lock longer than a server waits.
 BUSY_RETRY_SECONDS = 1
 

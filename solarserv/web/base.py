@@ -244,6 +244,8 @@ class ApiHandler(BaseHandler):
         self.set_allow_header(error.status)
         if "retry_after" in error.extra:
             self.set_header("Retry-After", str(error.extra["retry_after"]))
+        if error.status == 401:
+            self.set_header("WWW-Authenticate", access.KEY_CHALLENGE)
         self.finish(json.dumps(error.envelope(), ensure_ascii=False))
 
     def _write_admission_headers(self) -> None:
