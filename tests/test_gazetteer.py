@@ -255,6 +255,19 @@ def test_nonsense_is_not_found_without_suggestions(geocoder):
     assert error.message == "No place found for 'Xyzzyqq Qwfp'."
 
 
+@pytest.mark.parametrize("typed", ["48.8566°N, 2.3522°E", "0°, 150°W", "48.85, 2.35", "-33.87 151.21", "48.85N 2.35E"])
+def test_a_point_sent_as_a_name_is_told_to_send_coordinates(geocoder, typed):
+    # A coordinate-mode result's place_name, sent back as a place_name.
+    error = refusal(geocoder, typed)
+    assert error.code == "PLACE_NOT_FOUND"
+    assert error.message.endswith("To ask for a point, send its latitude and longitude as numbers, without "
+                                  "place_name.")
+
+
+def test_a_name_with_a_number_is_not_taken_for_a_point(geocoder):
+    assert "latitude" not in refusal(geocoder, "Xyzzyqq 12").message
+
+
 @pytest.mark.parametrize("typed,suggested", [("Pariss", "Paris"), ("Springfeld", "Springfield"),
                                              ("Nairobbi", "Nairobi")])
 def test_a_misspelt_name_is_not_found_with_close_names_suggested(geocoder, typed, suggested):

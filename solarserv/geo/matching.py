@@ -197,11 +197,17 @@ def candidate_json(place: Place, *, recommended: bool) -> dict[str, Any]:
     }
 
 
+# A point written as a name: "48.8566°N, 2.3522°E" (a result's own place_name, sent back), "-33.87 151.21".
+_POINT_AS_TEXT = re.compile(r"[-+]?\d+(?:\.\d+)?\s*°?\s*[NSns]?\s*[,;\s]\s*[-+]?\d+(?:\.\d+)?\s*°?\s*[EWew]?")
+
+
 def not_found(asked: str, suggestions: Sequence[str] = (), reason: str = "") -> ApiError:
-    """404 PLACE_NOT_FOUND, suggesting close names when there are some."""
+    """404 PLACE_NOT_FOUND, suggesting close names when there are some, and coordinate mode for a point."""
     message = f"No place found for '{asked}'{': ' + reason if reason else ''}."
     if suggestions:
         message += f" Did you mean {_or_list(suggestions)}?"
+    if _POINT_AS_TEXT.fullmatch(asked):
+        message += " To ask for a point, send its latitude and longitude as numbers, without place_name."
     return ApiError("PLACE_NOT_FOUND", 404, message)
 
 
