@@ -107,7 +107,9 @@ class SolarEvents:
             return 0.0
         if self.sunrise is None or self.sunset is None:
             return None
-        return (self.sunset - self.sunrise).total_seconds() / 60
+        # As instants: Python subtracts two datetimes of one zone as clock readings, an hour off when the
+        # clocks change while the Sun is up (Athens, 1 April 1979, 09:00).
+        return (self.sunset.timestamp() - self.sunrise.timestamp()) / 60
 
     def astimezone(self, zone: dt.tzinfo) -> SolarEvents:
         """The same events as aware date-times in ``zone``."""

@@ -245,6 +245,18 @@ def test_events_come_in_utc_and_the_report_gives_them_in_the_zone():
         assert local_event.utcoffset() == dt.timedelta(hours=5, minutes=45)
 
 
+
+def test_day_length_counts_elapsed_time_when_the_clocks_change_between_sunrise_and_sunset():
+    # Greece began summer time at 09:00 on 1 April 1979, with the Sun up: sunrise on EET, sunset on EEST.
+    start, end = civil_day("Europe/Athens", dt.date(1979, 4, 1))
+    in_utc = solar_events(ENGINE, start, end, 37.9667, 23.7167)
+    local = report_at("UTC", "1979-04-01", "12:00", latitude=37.9667, longitude=23.7167,
+                      timezone="Europe/Athens").events
+    assert (local.sunrise.utcoffset(), local.sunset.utcoffset()) == (dt.timedelta(hours=2), dt.timedelta(hours=3))
+    # 12 h 35 min 51 s of daylight; the clocks' readings, 06:11:36 to 19:47:27, are an hour more apart.
+    assert local.day_length_minutes == pytest.approx(in_utc.day_length_minutes, abs=1e-6)
+    assert local.day_length_minutes == pytest.approx(755.85, abs=0.01)
+
 @settings(max_examples=60, deadline=None)
 @given(
     date=st.dates(min_value=dt.date(1900, 1, 2), max_value=dt.date(2050, 12, 30)),
