@@ -142,6 +142,15 @@ def test_solar_context_kashgar_and_kiritimati_meridians(narrator):
     assert "lies 7.4° west of its zone's standard meridian 150°W (UTC+14:00" in kiritimati.solar_context
 
 
+
+def test_solar_context_never_puts_a_place_with_a_correction_on_its_meridian(narrator):
+    # Detroit's own mean time of 1900 had its meridian 0.0042° west of the town centre: a second of correction.
+    report = report_in("America/Detroit", 42.33, -83.05, "1900-06-01", "12:00", "Detroit, Michigan, United States")
+    context = narrator.narrate(report).solar_context
+    assert signed_duration(report.longitude_correction_minutes) == "-1 s"
+    assert "lies 0.0042° west of its zone's standard meridian 83.0458°W" in context
+    assert "culminates 1 s later than on that meridian" in context
+
 def test_solar_context_polar_day_and_polar_night_in_tromso(narrator):
     summer, report = narrate(narrator, "Tromsø", "2026-06-21", "00:30")
     assert report.events.state == "polar_day"
