@@ -134,6 +134,19 @@ def test_solar_context_explains_eot_and_longitude_with_this_requests_numbers(nar
     assert f"rises at {sunrise} and sets at {sunset}" in context
 
 
+
+def test_solar_context_gives_solar_noons_offset_when_the_clocks_change_between_now_and_noon(narrator):
+    # 02:30 on UTC+02:00 (the first of the two), 1 h 34 min 43 s ahead of the sundial; by noon the clocks
+    # have gone back to UTC+01:00, so the sundial reads 12:00 at 12:35, not at 13:35.
+    texts, report = narrate(narrator, "Paris", "2026-10-25", "02:30")
+    noon = formatting.hm(report.events.solar_noon)
+    assert (report.civil.utc_offset, noon) == (dt.timedelta(hours=2), "12:35")
+    behind = formatting.ahead_or_behind(report.total_difference_minutes, "the clocks")
+    assert (f"{behind}: on this date it shows 12:00 — solar noon — at 12:35 clock time, on UTC+01:00 (the clocks "
+            "change on this date).") in texts.solar_context
+    later, _ = narrate(narrator, "Paris", "2026-10-25", "14:30")
+    assert "solar noon — at 12:35 clock time. The Sun rises" in later.solar_context
+
 def test_solar_context_kashgar_and_kiritimati_meridians(narrator):
     kashgar, _ = narrate(narrator, "Kashgar", "2026-07-14", "14:30")
     assert "lies 44.01° west of its zone's standard meridian 120°E" in kashgar.solar_context
