@@ -13,7 +13,6 @@ from solarserv.solar import curves
 from solarserv.timefmt import format_hms, format_offset, offset_to_minute, round_to_second
 
 MINUTES_DECIMALS = 4
-_MINUTE = dt.timedelta(minutes=1)
 DEGREES_DECIMALS = 4
 
 
@@ -83,15 +82,16 @@ def events_json(events: SolarEvents) -> dict[str, Any]:
     """Local civil date-times in ISO 8601 with their offset: a sunset can fall on the next date.
 
     ISO 8601 (and RFC 3339, JavaScript's Date) have no offsets with seconds: in a local-mean-time era
-    (Paris 1905, +00:09:21) the same instant is written at the offset ``utc_offset`` shows (+00:09)."""
+    (Paris 1905, +00:09:21) the same instant is written at the offset ``utc_offset`` shows (+00:09).
+    Each is rounded at its own offset, fixed: a zone's date-time loses its fold in arithmetic, and an
+    event in the second pass of a repeated hour would be written at the first pass's offset (Troll's
+    sunrise of 25 October 2026, 02:34 at +00:00, read +02:00: two hours early)."""
 
     def local(instant: dt.datetime | None) -> str | None:
         if instant is None:
             return None
-        offset = instant.utcoffset()
-        if offset is not None and offset % _MINUTE:
-            instant = instant.astimezone(dt.timezone(offset_to_minute(offset)))
-        return round_to_second(instant).isoformat()
+        own_offset = dt.timezone(offset_to_minute(instant.utcoffset()))
+        return round_to_second(instant.astimezone(own_offset)).isoformat()
 
     length = events.day_length_minutes
     return {
