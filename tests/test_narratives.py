@@ -123,7 +123,7 @@ def test_solar_context_explains_eot_and_longitude_with_this_requests_numbers(nar
     texts, report = narrate(narrator, "Paris", "2026-07-14", "14:30")
     context = texts.solar_context
     equation = signed_duration(report.equation_of_time_minutes)
-    assert f"The equation of time on 14 July 2026 is {equation}." in context
+    assert f"The equation of time at 14:30 on 14 July 2026 is {equation}." in context
     assert "ellipse" in context and "tilted 23.4°" in context
     assert "lies 12.65° west of its zone's standard meridian 15°E (UTC+01:00 standard time" in context
     assert f"culminates {duration(report.longitude_correction_minutes)} later" in context
@@ -146,6 +146,18 @@ def test_solar_context_gives_solar_noons_offset_when_the_clocks_change_between_n
             "change on this date).") in texts.solar_context
     later, _ = narrate(narrator, "Paris", "2026-10-25", "14:30")
     assert "solar noon — at 12:35 clock time. The Sun rises" in later.solar_context
+
+
+def test_solar_context_gives_the_equation_of_time_of_the_time_asked_about(narrator):
+    # Over Christmas the equation of time falls by half a minute a day: in Paris on 25 December 2026 it
+    # crosses zero, ahead at the start of the date and behind at its end.
+    early, early_report = narrate(narrator, "Paris", "2026-12-25", "00:00")
+    late, late_report = narrate(narrator, "Paris", "2026-12-25", "23:59")
+    early_equation = signed_duration(early_report.equation_of_time_minutes)
+    late_equation = signed_duration(late_report.equation_of_time_minutes)
+    assert (early_equation, late_equation) == ("+13 s", "-16 s")
+    assert f"The equation of time at 00:00 on 25 December 2026 is {early_equation}." in early.solar_context
+    assert f"The equation of time at 23:59 on 25 December 2026 is {late_equation}." in late.solar_context
 
 def test_solar_context_kashgar_and_kiritimati_meridians(narrator):
     kashgar, _ = narrate(narrator, "Kashgar", "2026-07-14", "14:30")
@@ -559,13 +571,13 @@ def test_differences_under_half_a_second_are_told_as_none(narrator):
     level = narrator.narrate(dataclasses.replace(report, sun=dataclasses.replace(report.sun,
                                                                                  equation_of_time_minutes=0.004)))
     assert " — the same as the clock." in level.summary
-    assert "On this date the two agree." in level.solar_context
+    assert "At that moment the two agree." in level.solar_context
     assert "lies on its zone's standard meridian 0°, so no longitude correction applies." in level.solar_context
     assert "All together a sundial here reads the same as the clocks: on this date" in level.solar_context
     lagging = narrator.narrate(dataclasses.replace(report, sun=dataclasses.replace(report.sun,
                                                                                    equation_of_time_minutes=-0.01)))
     assert " — 1 s behind the clock." in lagging.summary
-    assert "On this date the Sun is 1 s behind mean solar time." in lagging.solar_context
+    assert "At that moment the Sun is 1 s behind mean solar time." in lagging.solar_context
     assert "All together a sundial here reads 1 s behind the clocks: on this date" in lagging.solar_context
 
 
