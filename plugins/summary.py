@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from solarserv.formatting import adds_up_to_the_second
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import Report
 from solarserv.timefmt import round_to_second
@@ -20,4 +21,7 @@ def solarserv_summary(report: Report) -> Narrative:
         # "up", "rim" (the centre below the horizon, the upper rim above it: risen by the almanac's
         # standard, as sunrise and sunset count) or "down", where a sundial casts no shadow.
         "sun": "up" if report.sun.elevation > 0 else "rim" if report.sun.elevation > -SUN_SEMIDIAMETER else "down",
+        # The terms of the difference, each to the second, can miss the difference to the second by one.
+        "terms_add_up": adds_up_to_the_second(report.total_difference_minutes, report.equation_of_time_minutes,
+                                              report.longitude_correction_minutes, -report.dst_minutes),
     })

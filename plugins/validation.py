@@ -11,7 +11,7 @@ import datetime as dt
 import math
 from collections.abc import Callable
 
-from solarserv.formatting import degrees, duration, long_date, signed_duration, whole_seconds
+from solarserv.formatting import adds_up_to_the_second, degrees, duration, long_date, signed_duration
 from solarserv.hookspecs import Check, hookimpl
 from solarserv.models import Report
 from solarserv.solar import MINUTES_PER_DEGREE, SECONDS_PER_DAY
@@ -91,7 +91,7 @@ def total_matches_hour_angle(report: Report) -> Check:
     agrees = abs(math.remainder(from_hour_angle - total * 60, SECONDS_PER_DAY)) <= TOTAL_TOLERANCE_SECONDS
     terms = (report.equation_of_time_minutes, report.longitude_correction_minutes, -report.dst_minutes)
     # Each figure is shown to the nearest second, so the figures shown can miss their sum by a second.
-    rounded = "" if whole_seconds(total) == sum(map(whole_seconds, terms)) else " (each to the nearest second)"
+    rounded = "" if adds_up_to_the_second(total, *terms) else " (each to the nearest second)"
     return Check(agrees,
                  f"total difference {signed_duration(total)} = equation of time "
                  f"{signed_duration(report.equation_of_time_minutes)} + longitude correction "

@@ -55,6 +55,12 @@ def whole_seconds(minutes: float) -> int:
     return -seconds if minutes < 0 else seconds
 
 
+def adds_up_to_the_second(total: float, *terms: float) -> bool:
+    """Whether ``terms``, each shown to the nearest second, add up to ``total`` shown to the nearest second
+    (-5 min 31 s + -17 min 57 s miss a total of -23 min 27 s: each was rounded on its own)."""
+    return whole_seconds(total) == sum(map(whole_seconds, terms))
+
+
 def duration(minutes: float) -> str:
     """The size of a time difference: "2 h 52 min 18 s", "45 s", "1 h" (sign dropped, nearest second)."""
     hours, rest = divmod(abs(whole_seconds(minutes)), 3600)

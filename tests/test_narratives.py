@@ -65,6 +65,15 @@ def test_summary_paris_summer_names_the_numbers_of_this_request(narrator):
     assert "\n" not in summary
 
 
+
+def test_summary_says_when_its_terms_to_the_second_miss_the_total_to_the_second(narrator):
+    # -5 min 31 s + -17 min 57 s is -23 min 28 s; the total, to the second, is -23 min 27 s.
+    report = report_in("Africa/Douala", 6.2424, 10.5134, "1974-08-09", "11:08:13", "Bamenda, Cameroon")
+    assert "— 23 min 27 s behind the clock. The difference is, each to the nearest second, the equation of time " \
+           "(-5 min 31 s) plus the longitude correction (-17 min 57 s)." in narrator.narrate(report).summary
+    paris = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).summary
+    assert "The difference is the equation of time (-5 min 55 s)" in paris
+
 def test_summary_paris_winter_has_no_dst(narrator):
     texts, report = narrate(narrator, "Paris", "2026-01-14", "09:00")
     assert "(Europe/Paris, UTC+01:00, no DST)" in texts.summary
