@@ -26,7 +26,8 @@ from solarserv.timefmt import (
 
 NOON_SECONDS = 43200  # true solar time at solar noon
 DEGREES_PER_HOUR = 15
-# The equation of time stays within about −14.3 … +16.4 min in every year of the supported range.
+# The equation of time stays within −14.46 … +16.49 min in every year of the supported range (1900-02-11,
+# 2048-11-02), so the limit holds to about a second.
 EQUATION_OF_TIME_LIMIT_MINUTES = 16.5
 # A correction beyond an hour means the zone's clocks are set for a distant meridian (western China,
 # Spain, Argentina): worth a note, not an error.
