@@ -185,7 +185,7 @@ class Narrator:
                 running.append(impl.plugin_name)
             try:
                 value = impl.function(report) if impl.argnames else impl.function()
-            except Exception:
+            except plugin_manager.PLUGIN_FAILURES:
                 log.exception("plugin %s failed in %s", impl.plugin_name, hook)
                 # Named like a rendering failure of the same block ("share.text"), so one block reads
                 # the same in the validation text whichever way its plugin failed.

@@ -39,6 +39,11 @@ BUILTIN_PLUGINS = (
 )
 
 
+# What a third-party plugin's code may raise and lose only its own part. SystemExit is no Exception: a
+# plugin calling sys.exit() stopped start-up from its import, or the whole server from a hook.
+PLUGIN_FAILURES = (Exception, SystemExit)
+
+
 class PluginConflict(RuntimeError):
     """Two third-party plugins claim the same text block, or the same name."""
 
@@ -121,7 +126,7 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
             versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
             try:
                 plugin = entry_point.load()
-            except Exception:
+            except PLUGIN_FAILURES:
                 log.exception("plugin %s (%s) failed to import; left out", entry_point.name, entry_point.value)
                 not_loaded[entry_point.name] = "failed to import"
                 continue
@@ -166,7 +171,7 @@ def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, s
             dirs = impl.function()
             if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, (str, Path)) for d in dirs):
                 raise TypeError(f"solarserv_template_dirs must return a list of paths, got {dirs!r}")
-        except Exception:
+        except PLUGIN_FAILURES:
             log.exception("plugin %s: solarserv_template_dirs failed; its templates are left out", impl.plugin_name)
             not_loaded[impl.plugin_name] = "template directories could not be read"
             continue
@@ -184,7 +189,7 @@ def _import_file(path: Path) -> ModuleType | None:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception:
+    except PLUGIN_FAILURES:
         del sys.modules[name]
         log.exception("plugin file %s failed to import; left out", path)
         return None

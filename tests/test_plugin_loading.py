@@ -85,6 +85,19 @@ def test_a_raising_plugin_loses_only_its_own_contribution(tmp_path, report, buil
     assert "this plugin is broken" in caplog.text  # the traceback is logged for the operator
 
 
+@pytest.mark.parametrize(("body", "failed"), [
+    ("@hookimpl\ndef solarserv_validation_checks(report):\n    sys.exit('nothing to check')\n", "validation_checks"),
+    ("sys.exit('nothing to load')\n", "loading"),
+], ids=["in a hook", "at import"])
+def test_a_plugin_that_calls_sys_exit_only_fails(tmp_path, report, builtin_texts, body, failed):
+    # SystemExit is no Exception: from a hook it went up through the request and stopped the server, and
+    # from an import it stopped start-up.
+    write(tmp_path, "quitter.py", "import sys\n\nfrom solarserv.hookspecs import hookimpl\n\n" + body)
+    texts = asyncio.run(build(PLUGINS_DIR=str(tmp_path)).narrate_in_time(report))
+    assert texts.validation == builtin_texts.validation + \
+        f"\n✗ plugin quitter ({failed}) failed; its text was left out."
+
+
 @pytest.mark.parametrize("returned", [
     "Check(True, 'a single check, not a list')",
     "['a string, not a Check']",
