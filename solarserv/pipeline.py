@@ -18,7 +18,7 @@ from solarserv.geo.timezones import TimezoneLocator
 from solarserv.geo.zones import country_at, has_zone, keeps_zone_unnamed
 from solarserv.models import Location, Place, Report, SolarQuery
 from solarserv.narration import Narrator
-from solarserv.result import equation_of_time_json, result_json
+from solarserv.result import equation_of_time_json, numbers_json, result_json
 from solarserv.solar import SunEngine, curves
 from solarserv.solar.fast import FastEngine
 from solarserv.timefmt import format_coordinates
@@ -54,7 +54,8 @@ class Pipeline:
     async def run(self, query: SolarQuery) -> dict[str, Any]:
         """The result JSON: the report, and the texts the plugins write about it."""
         report = await self.report(query)
-        return result_json(report, await self.narrator.narrate_in_time(report))
+        numbers = numbers_json(report)  # before any plugin sees the report (numbers_json)
+        return result_json(numbers, await self.narrator.narrate_in_time(report))
 
     async def report(self, query: SolarQuery) -> Report:
         """Every number of the answer: the query located, then calculated there."""

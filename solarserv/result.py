@@ -16,20 +16,15 @@ MINUTES_DECIMALS = 4
 DEGREES_DECIMALS = 4
 
 
-def result_json(report: Report, texts: Texts) -> dict[str, Any]:
+def numbers_json(report: Report) -> dict[str, Any]:
+    """The result's fields up to its texts. Read before the plugins see the report: one that forces its way
+    past the frozen dataclasses (``object.__setattr__``) then changes no number of the answer."""
     civil, location = report.civil, report.location
     true_solar = round_to_second(report.true_solar)
-    local_time = format_hms(civil.local)
-    share_params = urlencode({
-        "date": report.query.date.isoformat(),
-        "local_time": local_time,
-        "latitude": repr(location.latitude),
-        "longitude": repr(location.longitude),
-    })
     return {
         "true_solar_time": format_hms(true_solar),
         "true_solar_date": true_solar.date().isoformat(),
-        "local_time": local_time,
+        "local_time": format_hms(civil.local),
         "utc_time": format_hms(civil.utc),
         "utc_date": civil.utc.date().isoformat(),
         "utc_offset": format_offset(civil.utc_offset, "minute"),
@@ -59,6 +54,19 @@ def result_json(report: Report, texts: Texts) -> dict[str, Any]:
         },
         "solar_events": events_json(report.events),
         "confidence": report.confidence.level,
+    }
+
+
+def result_json(numbers: dict[str, Any], texts: Texts) -> dict[str, Any]:
+    """The whole result: ``numbers_json``'s fields, the texts, and the share link."""
+    share_params = urlencode({
+        "date": numbers["date"],
+        "local_time": numbers["local_time"],
+        "latitude": repr(numbers["location"]["latitude"]),
+        "longitude": repr(numbers["location"]["longitude"]),
+    })
+    return {
+        **numbers,
         "historical_context_status": "found" if texts.historical_context_found else "not_found",
         "summary": texts.summary,
         "historical_context": texts.historical_context,

@@ -16,7 +16,7 @@ from solarserv.geo.tzhistory import SummerTimeRun, zone_history
 from solarserv.geo.zones import TZDATA_VERSION
 from solarserv.narration import Narrator, Texts
 from solarserv.plugins import validation
-from solarserv.result import result_json
+from solarserv.result import numbers_json, result_json
 from solarserv.timefmt import format_offset as offset
 from solarserv.timefmt import round_to_second
 
@@ -490,7 +490,7 @@ def test_validation_shows_the_true_solar_time_and_date_the_json_shows(narrator):
     # Exactly 23:59:59.589 of 4 July: the JSON rounds it to 00:00:00 on 5 July, the civil date.
     report = report_at("Paris", "2026-07-05", "01:55:07")
     assert report.true_solar.date() == dt.date(2026, 7, 4)
-    result = result_json(report, narrator.narrate(report))
+    result = result_json(numbers_json(report), narrator.narrate(report))
     assert (result["true_solar_time"], result["true_solar_date"]) == ("00:00:00", "2026-07-05")
     check = validation.true_solar_time_is_local_plus_total(report)
     assert check.passed
@@ -671,7 +671,7 @@ def test_angle_and_date_filters():
 def test_solar_events_in_a_local_mean_time_era_are_valid_iso_8601(narrator):
     # Paris kept +00:09:21 in 1905; ISO 8601 has no offsets with seconds, so the events use +00:09.
     report = report_at("Paris", "1905-06-01", "12:00")
-    events = result_json(report, narrator.narrate(report))["solar_events"]
+    events = result_json(numbers_json(report), narrator.narrate(report))["solar_events"]
     for name in ("sunrise", "solar_noon", "sunset"):
         assert re.fullmatch(r"1905-06-01T\d\d:\d\d:\d\d\+00:09", events[name]), events[name]
         instant = dt.datetime.fromisoformat(events[name])

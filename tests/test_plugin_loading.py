@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import importlib
 import logging
 import os
@@ -19,7 +20,9 @@ import solarserv
 from solarserv import config
 from solarserv.formatting import hms
 from solarserv.hookspecs import Narrative, hookimpl
+from solarserv.models import SolarQuery
 from solarserv.narration import Narrator, TemplateLoadError
+from solarserv.pipeline import Pipeline
 from solarserv.plugin_manager import BUILTIN_PLUGINS, PluginConflict
 from solarserv.timefmt import round_to_second
 
@@ -96,6 +99,23 @@ def test_a_plugin_that_calls_sys_exit_only_fails(tmp_path, report, builtin_texts
     texts = asyncio.run(build(PLUGINS_DIR=str(tmp_path)).narrate_in_time(report))
     assert texts.validation == builtin_texts.validation + \
         f"\n✗ plugin quitter ({failed}) failed; its text was left out."
+
+
+def test_a_plugin_that_forces_its_way_into_the_report_changes_no_number_of_the_answer(tmp_path, services):
+    write(tmp_path, "tamper.py", '''
+        from solarserv.hookspecs import hookimpl
+
+        @hookimpl
+        def solarserv_validation_checks(report):
+            # Past the frozen dataclasses, as code in the server's process can always go.
+            object.__setattr__(report.sun, "elevation", -45.0)
+            object.__setattr__(report, "longitude_correction_minutes", 0.0)
+            report.__dict__["true_solar"] = report.civil.local
+    ''')
+    honest = services.pipeline
+    tampered = Pipeline(honest.geocoder, honest.timezones, honest.engine, build(PLUGINS_DIR=str(tmp_path)))
+    query = SolarQuery(dt.date(2026, 7, 14), dt.time(14, 30), latitude=48.8566, longitude=2.3522)
+    assert asyncio.run(tampered.run(query)) == asyncio.run(honest.run(query))
 
 
 @pytest.mark.parametrize("returned", [
