@@ -88,8 +88,8 @@ def load(settings: Any, *, third_party: bool = True) -> LoadedPlugins:
         versions = _load_entry_points(manager, settings.plugins_allow, not_loaded)
         if settings.plugins_dir:
             _load_directory(manager, Path(settings.plugins_dir), not_loaded)
+    template_dirs = _plugin_template_dirs(manager, not_loaded)  # first: a plugin left out claims no block
     _settle_exclusive_blocks(manager)
-    template_dirs = _plugin_template_dirs(manager, not_loaded)
     return LoadedPlugins(manager, versions, not_loaded, template_dirs)
 
 
@@ -164,18 +164,21 @@ def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_load
 
 
 def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, str]) -> list[Path]:
-    """Each plugin's template directories; a plugin whose hook fails or answers wrongly is left out."""
+    """Each plugin's template directories; a plugin whose hook fails or answers wrongly is left out whole."""
     found = []
     for impl in manager.hook.solarserv_template_dirs.get_hookimpls():
         try:
             dirs = impl.function()
-            if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, (str, Path)) for d in dirs):
-                raise TypeError(f"solarserv_template_dirs must return a list of paths, got {dirs!r}")
         except PLUGIN_FAILURES:
-            log.exception("plugin %s: solarserv_template_dirs failed; its templates are left out", impl.plugin_name)
-            not_loaded[impl.plugin_name] = "template directories could not be read"
-            continue
-        found.extend(Path(d) for d in dirs)
+            log.exception("plugin %s left out: solarserv_template_dirs failed", impl.plugin_name)
+        else:
+            if isinstance(dirs, (list, tuple)) and all(isinstance(d, (str, Path)) for d in dirs):
+                found.extend(Path(d) for d in dirs)
+                continue
+            log.error("plugin %s left out: solarserv_template_dirs must return a list of paths, got %r",
+                      impl.plugin_name, dirs)
+        manager.unregister(name=impl.plugin_name)
+        not_loaded[impl.plugin_name] = "template directories could not be read"
     return found
 
 

@@ -201,19 +201,30 @@ def test_a_plugin_file_can_hold_dataclasses_with_postponed_annotations(tmp_path,
 
 
 @pytest.mark.parametrize("returned", ["Path('templates')", "1 / 0"])
-def test_a_plugin_whose_template_dirs_cannot_be_read_is_left_out(tmp_path, report, returned):
+def test_a_plugin_whose_template_dirs_cannot_be_read_is_left_out(tmp_path, report, builtin_texts, returned):
     write(tmp_path, "dirs.py", f'''
         from pathlib import Path
-        from solarserv.hookspecs import hookimpl
+        from solarserv.hookspecs import Check, Narrative, hookimpl
 
         @hookimpl
         def solarserv_template_dirs():
             return {returned}
+
+        @hookimpl
+        def solarserv_validation_checks(report):
+            return [Check(True, "a check of a plugin left out")]
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("its_own_summary.txt.j2")
     ''')
     narrator = build(PLUGINS_DIR=str(tmp_path))
     assert narrator.plugins.not_loaded == {"dirs": "template directories could not be read"}
-    assert narrator.narrate(report).validation.splitlines()[-1] == \
-        "✗ plugin dirs (loading) failed; its text was left out."
+    # Left out whole: none of its hooks is called, the built-in keeps the block it claimed, and it is listed once.
+    assert [plugin["name"] for plugin in narrator.plugins.listing()] == [*BUILTIN_PLUGINS, "dirs"]
+    texts = narrator.narrate(report)
+    assert texts.summary == builtin_texts.summary
+    assert texts.validation == builtin_texts.validation + "\n✗ plugin dirs (loading) failed; its text was left out."
 
 
 def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_path, report, builtin_texts):
