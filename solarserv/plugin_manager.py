@@ -167,18 +167,25 @@ def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, s
     """Each plugin's template directories; a plugin whose hook fails or answers wrongly is left out whole."""
     found = []
     for impl in manager.hook.solarserv_template_dirs.get_hookimpls():
+        reason = "template directories could not be read"
         try:
             dirs = impl.function()
         except PLUGIN_FAILURES:
             log.exception("plugin %s left out: solarserv_template_dirs failed", impl.plugin_name)
         else:
-            if isinstance(dirs, (list, tuple)) and all(isinstance(d, (str, Path)) for d in dirs):
+            if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, (str, Path)) for d in dirs):
+                log.error("plugin %s left out: solarserv_template_dirs must return a list of paths, got %r",
+                          impl.plugin_name, dirs)
+            elif missing := ", ".join(str(d) for d in dirs if not Path(d).is_dir()):
+                # Jinja would skip it quietly, and every answer fail on the plugin's first template.
+                log.error("plugin %s left out: solarserv_template_dirs names %s, which is not a directory "
+                          "(are its templates installed with it?)", impl.plugin_name, missing)
+                reason = f"no template directory {missing}"
+            else:
                 found.extend(Path(d) for d in dirs)
                 continue
-            log.error("plugin %s left out: solarserv_template_dirs must return a list of paths, got %r",
-                      impl.plugin_name, dirs)
         manager.unregister(name=impl.plugin_name)
-        not_loaded[impl.plugin_name] = "template directories could not be read"
+        not_loaded[impl.plugin_name] = reason
     return found
 
 

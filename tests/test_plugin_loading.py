@@ -227,6 +227,34 @@ def test_a_plugin_whose_template_dirs_cannot_be_read_is_left_out(tmp_path, repor
     assert texts.validation == builtin_texts.validation + "\n✗ plugin dirs (loading) failed; its text was left out."
 
 
+def test_a_plugin_whose_template_directory_is_missing_is_left_out_at_start_up(tmp_path, report, builtin_texts,
+                                                                              caplog):
+    # As an installed plugin is when its pyproject.toml does not install its templates: it loaded quietly,
+    # and every answer then logged a TemplateNotFound traceback and left the block empty.
+    write(tmp_path, "uninstalled_templates.py", '''
+        from pathlib import Path
+        from solarserv.hookspecs import Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("uninstalled_summary.txt.j2")
+
+        @hookimpl
+        def solarserv_template_dirs():
+            return [Path(__file__).parent / "templates"]
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.plugin_manager"):
+        narrator = build(PLUGINS_DIR=str(tmp_path))
+    missing = tmp_path / "templates"
+    assert narrator.plugins.not_loaded == {"uninstalled_templates": f"no template directory {missing}"}
+    assert caplog.messages == [f"plugin uninstalled_templates left out: solarserv_template_dirs names {missing}, "
+                               "which is not a directory (are its templates installed with it?)"]
+    texts = narrator.narrate(report)
+    assert texts.summary == builtin_texts.summary
+    assert texts.validation.splitlines()[-1] == \
+        "✗ plugin uninstalled_templates (loading) failed; its text was left out."
+
+
 def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_path, report, builtin_texts):
     write(tmp_path, "unrenderable_summary.py", '''
         from solarserv.hookspecs import Narrative, hookimpl
