@@ -155,18 +155,21 @@ class Narrator:
                failures: list[str]) -> tuple[str, bool | None]:
         """Render the one plugin's answer for a text block: ("", None) when it failed or is missing; a
         historical context keeps its status when only its text failed."""
+        history = hook == "solarserv_historical_context"
         for contribution in contributions:
             value = contribution.value
-            narrative = value.narrative if isinstance(value, HistoricalContext) else value
-            found = value.found if isinstance(value, HistoricalContext) else None
+            failed = f"{contribution.plugin} ({hookspecs.EXCLUSIVE_BLOCKS[hook]})"
+            if not (_is_history(value) if history else isinstance(value, Narrative)):
+                log.error("plugin %s: %s must return %s, got %r", contribution.plugin, hook,
+                          "a HistoricalContext(Narrative, bool)" if history else "a Narrative", value)
+                failures.append(failed)
+                return "", None
+            narrative, found = (value.narrative, value.found) if history else (value, None)
             try:
-                if not isinstance(narrative, Narrative):
-                    raise TypeError(f"{hook} must return a {'HistoricalContext' if found is not None else 'Narrative'}"
-                                    f", got {value!r}")
                 return self._render(narrative, report), found
             except Exception:
                 log.exception("plugin %s: rendering %s failed", contribution.plugin, hook)
-                failures.append(f"{contribution.plugin} ({hookspecs.EXCLUSIVE_BLOCKS[hook]})")
+                failures.append(failed)
                 return "", found
         return "", None
 
@@ -269,6 +272,12 @@ def _environment(template_dirs: list[Path]) -> jinja2.Environment:
         except UnicodeDecodeError as exc:
             raise TemplateLoadError(f"template {name} is not UTF-8 text: {exc}") from None
     return env
+
+
+def _is_history(value: Any) -> bool:
+    # As for a check: a found that is not a bool cannot be read as found or not_found without a guess.
+    return isinstance(value, HistoricalContext) and isinstance(value.narrative, Narrative) and \
+        isinstance(value.found, bool)
 
 
 def _is_check(value: Any) -> bool:

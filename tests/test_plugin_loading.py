@@ -17,7 +17,7 @@ import pytest
 from reports import report_at
 
 import solarserv
-from solarserv import config
+from solarserv import config, hookspecs
 from solarserv.formatting import hms
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import SolarQuery
@@ -135,6 +135,32 @@ def test_a_plugin_returning_the_wrong_type_loses_only_its_own_checks(tmp_path, r
     texts = build(PLUGINS_DIR=str(tmp_path)).narrate(report)
     assert texts.validation.startswith(builtin_texts.validation)
     assert texts.validation.splitlines()[-1] == "✗ plugin sloppy (validation_checks) failed; its text was left out."
+
+
+@pytest.mark.parametrize(("hook", "returned", "promised"), [
+    ("solarserv_share_text", "'a sentence, not a Narrative'", "a Narrative"),
+    ("solarserv_summary", "HistoricalContext(Narrative('plain.txt.j2'), found=True)", "a Narrative"),
+    ("solarserv_historical_context", "Narrative('plain.txt.j2')", "a HistoricalContext(Narrative, bool)"),
+    ("solarserv_historical_context", "HistoricalContext(Narrative('plain.txt.j2'), found='yes')",
+     "a HistoricalContext(Narrative, bool)"),
+], ids=["a string", "a summary's HistoricalContext", "a history's bare Narrative", "a history's found not a bool"])
+def test_a_block_plugin_returning_the_wrong_type_is_refused_in_one_line(tmp_path, report, caplog, hook, returned,
+                                                                        promised):
+    write(tmp_path / "templates", "plain.txt.j2", "Plain text.\n")
+    write(tmp_path / "plugins", "mistyped.py", f'''
+        from solarserv.hookspecs import HistoricalContext, Narrative, hookimpl
+
+        @hookimpl
+        def {hook}(report):
+            return {returned}
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        texts = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / "templates")).narrate(report)
+    # The reason, without a traceback through solarserv's own code.
+    assert [(record.getMessage(), record.exc_info) for record in caplog.records] == [
+        (f"plugin mistyped: {hook} must return {promised}, got {eval(returned, vars(hookspecs))!r}", None)]
+    assert texts.validation.splitlines()[-1] == \
+        f"✗ plugin mistyped ({hookspecs.EXCLUSIVE_BLOCKS[hook]}) failed; its text was left out."
 
 
 def test_a_plugin_that_fails_to_import_is_left_out_listed_and_noted(tmp_path, report, builtin_texts, caplog):
