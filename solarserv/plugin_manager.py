@@ -117,7 +117,10 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
     versions = {}
     entry_points = importlib.metadata.entry_points(group="solarserv")
     for missing in sorted((allowed or set()) - set(entry_points.names)):
-        log.warning("SOLARSERV_PLUGINS names %s, which no installed distribution provides", missing)
+        # Often the distribution's name, which is installed: say which names the list takes.
+        log.warning("SOLARSERV_PLUGINS names %s, but no installed plugin has that name (it takes the names of entry "
+                    "points in the group solarserv; installed: %s)", missing, ", ".join(sorted(entry_points.names))
+                    or "none")
     for entry_point in entry_points:
         if allowed is not None and entry_point.name not in allowed:
             log.info("plugin %s not in SOLARSERV_PLUGINS; skipped", entry_point.name)

@@ -542,12 +542,20 @@ def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
 def test_the_allow_list_filters_entry_point_plugins(installed_plugin, caplog):
     blocked = build(SOLARSERV_PLUGINS="some_other_plugin")
     assert installed_plugin not in {plugin["name"] for plugin in blocked.plugins.listing()}
-    assert "SOLARSERV_PLUGINS names some_other_plugin, which no installed distribution provides" in caplog.text
+    assert "SOLARSERV_PLUGINS names some_other_plugin, but no installed plugin has that name (it takes the names " \
+        "of entry points in the group solarserv; installed: sundial_extra)" in caplog.text
     # Set but empty allows none (an allow-list fails closed), as does a list of blanks.
     for nothing in ("", " , "):
         assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS=nothing).plugins.listing()}
     allowed = build(SOLARSERV_PLUGINS=f"some_other_plugin, {installed_plugin}")
     assert installed_plugin in {plugin["name"] for plugin in allowed.plugins.listing()}
+
+
+def test_an_allow_list_naming_the_distribution_says_which_names_it_takes(installed_plugin, caplog):
+    # "sundial-extra" is installed, as a distribution: a warning that no distribution provided it misled.
+    build(SOLARSERV_PLUGINS="sundial-extra")
+    assert "SOLARSERV_PLUGINS names sundial-extra, but no installed plugin has that name (it takes the names of " \
+        "entry points in the group solarserv; installed: sundial_extra)" in caplog.messages
 
 
 def test_a_plugin_that_never_returns_does_not_keep_the_command_from_exiting(tmp_path, data_dir):
