@@ -129,8 +129,8 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
             versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
             try:
                 plugin = entry_point.load()
-            except PLUGIN_FAILURES:
-                log.exception("plugin %s (%s) failed to import; left out", entry_point.name, entry_point.value)
+            except PLUGIN_FAILURES as error:
+                _log_import_failure(f"plugin {entry_point.name} ({entry_point.value})", error)
                 not_loaded[entry_point.name] = "failed to import"
                 continue
             _register(manager, plugin, entry_point.name, not_loaded)
@@ -202,8 +202,17 @@ def _import_file(path: Path) -> ModuleType | None:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except PLUGIN_FAILURES:
+    except PLUGIN_FAILURES as error:
         del sys.modules[name]
-        log.exception("plugin file %s failed to import; left out", path)
+        _log_import_failure(f"plugin file {path}", error)
         return None
     return module
+
+
+def _log_import_failure(plugin: str, error: BaseException) -> None:
+    """Logged with its traceback, but a syntax error: its traceback holds nothing but importlib's frames."""
+    if isinstance(error, SyntaxError):
+        log.error("%s failed to import; left out: SyntaxError in %s, line %s: %s", plugin, error.filename,
+                  error.lineno, error.msg)
+    else:
+        log.exception("%s failed to import; left out", plugin)

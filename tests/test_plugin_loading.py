@@ -176,6 +176,17 @@ def test_a_plugin_that_fails_to_import_is_left_out_listed_and_noted(tmp_path, re
     assert lines[-1] == "✗ plugin typo (loading) failed; its text was left out."
 
 
+def test_a_plugin_file_with_a_syntax_error_is_named_with_its_line_in_one_log_line(tmp_path, report, caplog):
+    # Its traceback held nothing but importlib's frames.
+    path = write(tmp_path, "unfinished.py", "from solarserv.hookspecs import hookimpl\n\n\n"
+                                            "@hookimpl\ndef solarserv_validation_checks(report)\n    return []\n")
+    with caplog.at_level(logging.ERROR, logger="solarserv.plugin_manager"):
+        narrator = build(PLUGINS_DIR=str(tmp_path))
+    assert [(record.getMessage(), record.exc_info) for record in caplog.records] == [
+        (f"plugin file {path} failed to import; left out: SyntaxError in {path}, line 5: expected ':'", None)]
+    assert narrator.plugins.not_loaded == {"unfinished": "failed to import"}
+
+
 @pytest.mark.parametrize(("source", "logged"), [
     ("@hookimpl\ndef solarserv_validation_check(report):\n    return []\n",
      "solarserv_validation_check is no solarserv hook"),
