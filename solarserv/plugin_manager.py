@@ -121,11 +121,12 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
         log.warning("SOLARSERV_PLUGINS names %s, but no installed plugin has that name (it takes the names of entry "
                     "points in the group solarserv; installed: %s)", missing, ", ".join(sorted(entry_points.names))
                     or "none")
+    _refuse_shared_names(entry_points, allowed)
     for entry_point in entry_points:
         if allowed is not None and entry_point.name not in allowed:
             log.info("plugin %s not in SOLARSERV_PLUGINS; skipped", entry_point.name)
             continue
-        if manager.get_plugin(entry_point.name) is None and entry_point.name not in not_loaded:
+        if manager.get_plugin(entry_point.name) is None:  # not a built-in's name
             versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
             try:
                 plugin = entry_point.load()
@@ -135,6 +136,22 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
                 continue
             _register(manager, plugin, entry_point.name, not_loaded)
     return versions
+
+
+def _refuse_shared_names(entry_points: importlib.metadata.EntryPoints, allowed: set[str] | None) -> None:
+    """Two distributions may not install plugins of one name: which of them loaded went by sys.path's order, and
+    the other was dropped without a word."""
+    owners: dict[str, list[str]] = {}
+    for entry_point in entry_points:
+        if allowed is None or entry_point.name in allowed:
+            dist = entry_point.dist
+            owners.setdefault(entry_point.name, []).append(f"{dist.name} {dist.version}" if dist else entry_point.value)
+    for name, dists in owners.items():
+        if len(dists) > 1:
+            dists.sort()
+            raise PluginConflict(f"distributions {', '.join(dists[:-1])} and {dists[-1]} "
+                                 f"{'both' if len(dists) == 2 else 'all'} install a plugin named {name}; "
+                                 "keep only one of them")
 
 
 def _load_directory(manager: pluggy.PluginManager, directory: Path, not_loaded: dict[str, str]) -> None:

@@ -542,6 +542,23 @@ def installed_plugin(tmp_path, monkeypatch):
     sys.modules.pop("sundial_extra", None)
 
 
+def test_two_distributions_with_one_plugin_name_stop_start_up_naming_both(installed_plugin, tmp_path, monkeypatch):
+    # A distribution renamed and installed again beside its old self, say: the one found second was dropped quietly.
+    site = tmp_path / "renamed"
+    write(site, "sundial_extra_renamed.py", EXTRA_CHECK)
+    write(site / "sundial_extra_renamed-2.0.0.dist-info", "METADATA",
+          "Metadata-Version: 2.1\nName: sundial-extra-renamed\nVersion: 2.0.0\n")
+    write(site / "sundial_extra_renamed-2.0.0.dist-info", "entry_points.txt",
+          "[solarserv]\nsundial_extra = sundial_extra_renamed\n")
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(PluginConflict) as raised:
+        build()
+    assert str(raised.value) == ("distributions sundial-extra 1.2.3 and sundial-extra-renamed 2.0.0 both install a "
+                                 "plugin named sundial_extra; keep only one of them")
+    # Not when the allow-list keeps that name out.
+    assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS="").plugins.listing()}
+
+
 def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
     narrator = build()
     listing = {plugin["name"]: plugin for plugin in narrator.plugins.listing()}
