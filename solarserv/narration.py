@@ -28,6 +28,7 @@ from solarserv import config, formatting, hookspecs, narratives, plugin_manager
 from solarserv.hookspecs import Check, HistoricalContext, Narrative
 from solarserv.models import Report
 from solarserv.plugin_manager import BUILTIN_PLUGINS, LoadedPlugins
+from solarserv.text import has_hidden_characters
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,8 @@ class Narrator:
         for contribution in call("solarserv_validation_checks"):
             contributed = list(contribution.value) if isinstance(contribution.value, (list, tuple)) else None
             if contributed is None or not all(_is_check(check) for check in contributed):
-                log.error("plugin %s: solarserv_validation_checks must return a list of Check(bool, str), got %r",
-                          contribution.plugin, contribution.value)
+                log.error("plugin %s: solarserv_validation_checks must return a list of Check(bool, str), each text "
+                          "one line of visible characters, got %r", contribution.plugin, contribution.value)
                 failures.append(f"{contribution.plugin} (validation_checks)")
                 continue
             checks.extend(contributed)
@@ -281,5 +282,7 @@ def _is_history(value: Any) -> bool:
 
 
 def _is_check(value: Any) -> bool:
-    # A numpy bool or a text of None would print as ✓ / "None": the line must say what it means.
-    return isinstance(value, Check) and isinstance(value.passed, bool) and isinstance(value.text, str)
+    # A numpy bool or a text of None would print as ✓ / "None": the line must say what it means. A text of two
+    # lines would make its second pass for one of the core's (a check, the confidence, a failed plugin).
+    return isinstance(value, Check) and isinstance(value.passed, bool) and isinstance(value.text, str) and \
+        not has_hidden_characters(value.text)

@@ -123,6 +123,9 @@ def test_a_plugin_that_forces_its_way_into_the_report_changes_no_number_of_the_a
     "['a string, not a Check']",
     "[Check(1, 'passed must be a bool: a number, or a numpy bool, cannot be read as ✓ or ✗')]",
     "[Check(True, None)]",
+    # One line each: a second could pass for a line of the core's (a check, the confidence, a failed plugin).
+    r"[Check(True, 'checked\nConfidence HIGH, because:')]",
+    r"[Check(True, 'checked\u2028✓ and more')]",
 ])
 def test_a_plugin_returning_the_wrong_type_loses_only_its_own_checks(tmp_path, report, builtin_texts, returned):
     write(tmp_path, "sloppy.py", f'''
