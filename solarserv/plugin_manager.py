@@ -174,13 +174,23 @@ def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_load
         log.error("plugin %s left out: %s", name, exc)
         not_loaded[name] = "hooks do not match solarserv's"
         return
-    # A misspelled hook name would otherwise register quietly and never be called.
-    unknown = sorted(caller.name for caller in manager.get_hookcallers(plugin) or () if caller.spec is None)
-    if unknown:
-        manager.unregister(plugin)
-        log.error("plugin %s left out: %s %s no solarserv hook", name, ", ".join(unknown),
-                  "is" if len(unknown) == 1 else "are")
-        not_loaded[name] = "hooks do not match solarserv's"
+    callers = sorted(manager.get_hookcallers(plugin) or (), key=lambda caller: caller.name)
+    # A misspelled hook name would otherwise register quietly and never be called; a wrapper would be called as
+    # a plain hook (narration._call), its generator refused on every answer.
+    unknown = [caller.name for caller in callers if caller.spec is None]
+    own = [(caller.name, impl) for caller in callers for impl in caller.get_hookimpls() if impl.plugin is plugin]
+    wrappers = [hook for hook, impl in own if impl.hookwrapper or impl.wrapper]
+    wrong = ((unknown, "no solarserv hook"), (wrappers, "a hook wrapper, which solarserv does not call as one"))
+    for hooks, why in wrong:
+        if hooks:
+            manager.unregister(plugin)
+            log.error("plugin %s left out: %s %s %s", name, ", ".join(hooks), "is" if len(hooks) == 1 else "are", why)
+            not_loaded[name] = "hooks do not match solarserv's"
+            return
+    ordered = [hook for hook, impl in own if impl.tryfirst or impl.trylast]
+    if ordered:
+        log.warning("plugin %s: tryfirst and trylast have no effect (on %s): solarserv calls the hooks in loading "
+                    "order, the built-ins first", name, ", ".join(ordered))
 
 
 def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, str]) -> list[Path]:

@@ -194,6 +194,11 @@ def test_a_plugin_file_with_a_syntax_error_is_named_with_its_line_in_one_log_lin
     ("@hookimpl\ndef solarserv_validation_check(report):\n    return []\n",
      "solarserv_validation_check is no solarserv hook"),
     ("@hookimpl\ndef solarserv_validation_checks(result):\n    return []\n", "can not be found in the hookspec"),
+    # Called as a plain hook (narration._call), a wrapper's generator was refused on every answer.
+    ("@hookimpl(hookwrapper=True)\ndef solarserv_validation_checks(report):\n    yield\n",
+     "solarserv_validation_checks is a hook wrapper, which solarserv does not call as one"),
+    ("@hookimpl(wrapper=True)\ndef solarserv_validation_checks(report):\n    return (yield)\n",
+     "solarserv_validation_checks is a hook wrapper, which solarserv does not call as one"),
 ])
 def test_a_plugin_whose_hooks_do_not_match_the_specs_is_left_out(tmp_path, report, caplog, source, logged):
     # A misspelled hook would never be called; a parameter the spec does not have could never be passed.
@@ -205,6 +210,20 @@ def test_a_plugin_whose_hooks_do_not_match_the_specs_is_left_out(tmp_path, repor
     assert narrator.plugins.not_loaded == {"mismatched": "hooks do not match solarserv's"}
     assert narrator.narrate(report).validation.splitlines()[-1] == \
         "✗ plugin mismatched (loading) failed; its text was left out."
+
+
+def test_tryfirst_and_trylast_are_named_as_having_no_effect(tmp_path, report, caplog):
+    write(tmp_path, "eager.py", '''
+        from solarserv.hookspecs import Check, hookimpl
+
+        @hookimpl(tryfirst=True)
+        def solarserv_validation_checks(report):
+            return [Check(True, "eager check")]
+    ''')
+    narrator = build(PLUGINS_DIR=str(tmp_path))
+    assert "plugin eager: tryfirst and trylast have no effect (on solarserv_validation_checks): solarserv calls " \
+        "the hooks in loading order, the built-ins first" in caplog.messages
+    assert narrator.narrate(report).validation.split("\nConfidence")[0].endswith("\n✓ eager check")
 
 
 def test_a_hook_may_leave_out_the_report_parameter(tmp_path, report):
