@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
 import logging
 import sys
 from dataclasses import dataclass
@@ -175,12 +176,14 @@ def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_load
         not_loaded[name] = "hooks do not match solarserv's"
         return
     callers = sorted(manager.get_hookcallers(plugin) or (), key=lambda caller: caller.name)
-    # A misspelled hook name would otherwise register quietly and never be called; a wrapper would be called as
-    # a plain hook (narration._call), its generator refused on every answer.
+    # A misspelled hook name would otherwise register quietly and never be called; a wrapper or an async hook
+    # would be called as a plain function (narration._call), its generator or coroutine refused on every answer.
     unknown = [caller.name for caller in callers if caller.spec is None]
     own = [(caller.name, impl) for caller in callers for impl in caller.get_hookimpls() if impl.plugin is plugin]
     wrappers = [hook for hook, impl in own if impl.hookwrapper or impl.wrapper]
-    wrong = ((unknown, "no solarserv hook"), (wrappers, "a hook wrapper, which solarserv does not call as one"))
+    asynchronous = [hook for hook, impl in own if inspect.iscoroutinefunction(impl.function)]
+    wrong = ((unknown, "no solarserv hook"), (wrappers, "a hook wrapper, which solarserv does not call as one"),
+             (asynchronous, "async, and solarserv calls hooks as plain functions"))
     for hooks, why in wrong:
         if hooks:
             manager.unregister(plugin)

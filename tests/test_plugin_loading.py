@@ -199,6 +199,9 @@ def test_a_plugin_file_with_a_syntax_error_is_named_with_its_line_in_one_log_lin
      "solarserv_validation_checks is a hook wrapper, which solarserv does not call as one"),
     ("@hookimpl(wrapper=True)\ndef solarserv_validation_checks(report):\n    return (yield)\n",
      "solarserv_validation_checks is a hook wrapper, which solarserv does not call as one"),
+    # Its coroutine, never awaited, was refused on every answer.
+    ("@hookimpl\nasync def solarserv_validation_checks(report):\n    return []\n",
+     "solarserv_validation_checks is async, and solarserv calls hooks as plain functions"),
 ])
 def test_a_plugin_whose_hooks_do_not_match_the_specs_is_left_out(tmp_path, report, caplog, source, logged):
     # A misspelled hook would never be called; a parameter the spec does not have could never be passed.
