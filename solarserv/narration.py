@@ -109,7 +109,7 @@ class Narrator:
         log.error("plugin %s did not answer within %g s; answering with the built-in texts",
                   culprit, self._plugin_timeout)
         return self.narrate(report, third_party=False, left_out=[
-            f"{culprit} (no answer within {self._plugin_timeout:g} s, so no third-party plugin ran)"])
+            f"{culprit} (no answer within {self._plugin_timeout:g} s, so no third-party plugin's text is used)"])
 
     def narrate(self, report: Report, *, third_party: bool = True, left_out: Sequence[str] = (),
                 running: list[str] | None = None) -> Texts:

@@ -537,11 +537,12 @@ def test_a_plugin_that_hangs_does_not_hold_up_the_answer(tmp_path, report, built
     write(tmp_path / "plugins", "slow_check.py", SLOW_CHECK.format(release=str(release)))
     write(tmp_path / "plugins", "quick_check.py", EXTRA_CHECK)
     narrator = build(PLUGINS_DIR=str(tmp_path / "plugins"), PLUGIN_TIMEOUT="0.2")
-    # The first answer comes while the plugin still waits for its release: built-in texts and a note.
+    # The first answer comes while the plugin still waits for its release: built-in texts and a note. quick_check
+    # ran before it (files load in name order), but its check is not used either.
     first = asyncio.run(narrator.narrate_in_time(report))
     assert not release.exists()
     assert first.validation == builtin_texts.validation + "\n✗ plugin slow_check (no answer within 0.2 s, so no " \
-        "third-party plugin ran) failed; its text was left out."
+        "third-party plugin's text is used) failed; its text was left out."
     # While it still hangs, the next answer does not wait for the limit again.
     second = asyncio.run(narrator.narrate_in_time(report))
     assert second.validation.splitlines()[-1] == \
@@ -619,7 +620,7 @@ def test_a_plugin_that_never_returns_does_not_keep_the_command_from_exiting(tmp_
         env={**config.without_settings(os.environ), "PLUGIN_TIMEOUT": "0.2"}, capture_output=True, text=True,
         timeout=50)  # the plugin waits 60 s: an interpreter that joined its thread would still be waiting
     assert done.returncode == 0, done.stderr
-    assert "✗ plugin stuck (no answer within 0.2 s, so no third-party plugin ran) failed" in done.stdout
+    assert "✗ plugin stuck (no answer within 0.2 s, so no third-party plugin's text is used) failed" in done.stdout
 
 
 def test_a_plugin_file_named_like_an_installed_plugin_stops_start_up(installed_plugin, tmp_path):
