@@ -176,6 +176,17 @@ def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_load
         not_loaded[name] = "hooks do not match solarserv's"
         return
     callers = sorted(manager.get_hookcallers(plugin) or (), key=lambda caller: caller.name)
+    # pluggy passes over a function not marked @hookimpl: a plugin of such functions loaded and did nothing.
+    unmarked = [hook for hook in sorted(dir(plugin)) if hook.startswith("solarserv_") and hasattr(manager.hook, hook)
+                and hook not in {caller.name for caller in callers}]
+    if not callers:
+        manager.unregister(plugin)
+        log.error("plugin %s left out: it implements no hook%s", name,
+                  f" (not marked @hookimpl: {', '.join(unmarked)})" if unmarked else "")
+        not_loaded[name] = "no hooks"
+        return
+    if unmarked:
+        log.warning("plugin %s: never called, as not marked @hookimpl: %s", name, ", ".join(unmarked))
     # A misspelled hook name would otherwise register quietly and never be called; a wrapper or an async hook
     # would be called as a plain function (narration._call), its generator or coroutine refused on every answer.
     unknown = [caller.name for caller in callers if caller.spec is None]

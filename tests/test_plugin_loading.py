@@ -215,6 +215,38 @@ def test_a_plugin_whose_hooks_do_not_match_the_specs_is_left_out(tmp_path, repor
         "✗ plugin mismatched (loading) failed; its text was left out."
 
 
+def test_a_hook_function_without_hookimpl_is_named(tmp_path, report, caplog):
+    # pluggy passes over a function not marked @hookimpl: the plugin loaded, listed with no hooks, and did nothing.
+    write(tmp_path / "unmarked", "forgot.py", '''
+        from solarserv.hookspecs import Check
+
+        def solarserv_validation_checks(report):
+            return [Check(True, "never seen")]
+    ''')
+    with caplog.at_level(logging.WARNING, logger="solarserv.plugin_manager"):
+        narrator = build(PLUGINS_DIR=str(tmp_path / "unmarked"))
+    assert caplog.messages == ["plugin forgot left out: it implements no hook (not marked @hookimpl: "
+                               "solarserv_validation_checks)"]
+    assert narrator.plugins.not_loaded == {"forgot": "no hooks"}
+    assert narrator.narrate(report).validation.splitlines()[-1] == \
+        "✗ plugin forgot (loading) failed; its text was left out."
+    caplog.clear()
+    write(tmp_path / "half", "half_marked.py", '''
+        from solarserv.hookspecs import Check, Narrative, hookimpl
+
+        def solarserv_summary(report):
+            return Narrative("never_rendered.txt.j2")
+
+        @hookimpl
+        def solarserv_validation_checks(report):
+            return [Check(True, "the marked hook")]
+    ''')
+    with caplog.at_level(logging.WARNING, logger="solarserv.plugin_manager"):
+        narrator = build(PLUGINS_DIR=str(tmp_path / "half"))
+    assert caplog.messages == ["plugin half_marked: never called, as not marked @hookimpl: solarserv_summary"]
+    assert "✓ the marked hook" in narrator.narrate(report).validation.splitlines()
+
+
 def test_tryfirst_and_trylast_are_named_as_having_no_effect(tmp_path, report, caplog):
     write(tmp_path, "eager.py", '''
         from solarserv.hookspecs import Check, hookimpl
