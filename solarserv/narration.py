@@ -168,10 +168,12 @@ class Narrator:
             narrative, found = (value.narrative, value.found) if history else (value, None)
             try:
                 return self._render(narrative, report), found
+            except jinja2.TemplateNotFound as error:  # its traceback holds only Jinja's loader
+                log.error("plugin %s: rendering %s failed: %s", contribution.plugin, hook, error)
             except Exception:
                 log.exception("plugin %s: rendering %s failed", contribution.plugin, hook)
-                failures.append(failed)
-                return "", found
+            failures.append(failed)
+            return "", found
         return "", None
 
     def _call(self, hook: str, *, impls: Mapping[str, tuple[Any, ...]], report: Report, failures: list[str],

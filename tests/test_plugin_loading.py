@@ -375,6 +375,25 @@ def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_
     ]
 
 
+def test_a_narrative_naming_no_template_is_logged_in_one_line(tmp_path, report, builtin_texts, caplog):
+    # Its traceback held only Jinja's loader.
+    write(tmp_path, "misnamed.py", '''
+        from solarserv.hookspecs import Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_share_text(report):
+            return Narrative("shares.txt.j2")
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        texts = build(PLUGINS_DIR=str(tmp_path)).narrate(report)
+    [record] = caplog.records
+    assert record.getMessage() == ("plugin misnamed: rendering solarserv_share_text failed: 'shares.txt.j2' not "
+                                   f"found in search path: '{Path(solarserv.narratives.__file__).parent}'")
+    assert record.exc_info is None
+    assert (texts.share_text, texts.validation) == (
+        "", builtin_texts.validation + "\n✗ plugin misnamed (share.text) failed; its text was left out.")
+
+
 def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_path, report, builtin_texts):
     write(tmp_path / "templates", "short_summary.txt.j2", "Sundial {{ true_solar|hms }}.\n")
     write(tmp_path / "plugins", "short_summary.py", f'''
