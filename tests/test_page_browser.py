@@ -302,6 +302,34 @@ def test_errors_are_shown_in_the_page(visit):
     visit.assert_clean(expected_statuses={400, 404})
 
 
+def test_a_refused_question_stays_in_the_address_bar_for_reload_and_back(visit):
+    # A question the service refused (an unknown place) or answered with candidates (409) is in the address
+    # bar, as an answer's share link is: reload asks it again; back returns to the answer before it.
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
+    page.locator("#result").wait_for(state="visible")
+    answer_url = page.url
+    for place_name, shown_after in [("Qqzzxv Nowhere", "#problem"), ("Springfield", "#candidates")]:
+        page.get_by_label("By place name").check()
+        page.get_by_label("Place name", exact=True).fill(place_name)
+        page.get_by_role("button", name="Show sundial time").click()
+        page.locator(shown_after).wait_for(state="visible")
+        assert parse_qs(urlsplit(page.url).query) == {"place_name": [place_name], "date": ["2026-07-14"],
+                                                      "local_time": ["14:30:00"]}
+        shown_before = shown(page, shown_after)
+        page.reload()
+        page.locator(shown_after).wait_for(state="visible")
+        assert shown(page, shown_after) == shown_before
+        assert page.input_value("#place_name") == place_name and page.locator("#result").is_hidden()
+    page.go_back()
+    page.locator("#problem").wait_for(state="visible")
+    assert "Qqzzxv Nowhere" in shown(page, "#problem")
+    page.go_back()
+    page.locator("#result").wait_for(state="visible")
+    assert page.url == answer_url and page.locator("#problem").is_hidden()
+    visit.assert_clean(expected_statuses={404, 409})
+
+
 @pytest.mark.parametrize(("latitude", "longitude", "missing"), [("10", "", "longitude"), ("", "10", "latitude"),
                                                                  ("", "", "latitude")])
 def test_a_coordinate_left_out_is_the_field_marked_and_focused(visit, latitude, longitude, missing):

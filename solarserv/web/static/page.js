@@ -133,8 +133,9 @@ function showModeFields() {
 let inFlight = null; // the AbortController of the question being asked
 let shownResult = null; // the result on screen, so a late chart never lands on a newer one
 
-/** Ask for ``query`` and show the outcome. ``addToHistory``: make the answer's share link a new entry of
-the browser's history (a question from the form or the picker; not one read from the address bar). */
+/** Ask for ``query`` and show the outcome. ``addToHistory``: make the answer's share link, or the question
+itself when it is refused, a new entry of the browser's history (a question from the form or the picker;
+not one read from the address bar), so that reload shows it again and back returns to what was before. */
 async function calculate(query, addToHistory) {
   if (inFlight) inFlight.abort(); // a newer question replaces an unanswered one
   const controller = new AbortController();
@@ -149,12 +150,13 @@ async function calculate(query, addToHistory) {
     if (controller.signal.aborted) return;
     showResult(result);
     if (addToHistory) {
-      window.history.pushState(null, "", result.share.url);
+      addToAddressHistory(result.share.url);
       byId("result-heading").focus(); // a keyboard or screen-reader user lands on the answer asked for
     }
     announce(`Sundial time ${result.true_solar_time} at ${result.location.display_name}; clock time ${result.local_time}.`);
   } catch (failure) {
     if (controller.signal.aborted) return;
+    if (addToHistory) addToAddressHistory(`/?${new URLSearchParams(query)}`);
     resultView.hidden = true;
     announce("");
     if (failure instanceof ApiFailure && failure.status === 409 && Array.isArray(failure.error.candidates)) {
@@ -170,6 +172,12 @@ async function calculate(query, addToHistory) {
       resultView.removeAttribute("aria-busy");
     }
   }
+}
+
+/** A new history entry for ``url``, unless the address bar already holds it (the same question asked again). */
+function addToAddressHistory(url) {
+  const target = new URL(url, window.location.origin);
+  if (target.href !== window.location.href) window.history.pushState(null, "", target);
 }
 
 function announce(text) {
