@@ -229,6 +229,18 @@ def test_form_in_coordinate_mode_by_keyboard_matches_the_api(visit):
     visit.assert_clean()
 
 
+def test_back_to_the_empty_page_leaves_no_announcement_of_the_answer_it_hid(visit):
+    page = paris_by_coordinates(visit)
+    page.get_by_role("button", name="Show sundial time").click()
+    page.locator("#result").wait_for(state="visible")
+    assert shown(page, "#status").startswith("Sundial time")
+    page.go_back()
+    page.locator("#result").wait_for(state="hidden")
+    assert urlsplit(page.url).query == "" and page.input_value("#latitude") == ""
+    assert shown(page, "#status") == ""  # it still spoke of the answer no longer shown
+    visit.assert_clean()
+
+
 def test_place_name_with_empty_date_and_time_shows_now_at_the_place(visit):
     page = visit.page
     page.goto(visit.base_url + "/")

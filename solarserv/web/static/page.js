@@ -564,8 +564,9 @@ function showAddress() {
   else hideAnswers();
 }
 
-/** Nothing shown below the form: no result, no candidates, no problem. */
+/** Nothing shown below the form: no result, no candidates, no problem, and no announcement of them. */
 function hideAnswers() {
+  announce("");
   byId("result").hidden = true;
   byId("candidates").hidden = true;
   clearProblem();
