@@ -272,7 +272,11 @@ def test_ambiguous_place_offers_candidates_recommended_first_and_a_pick_resends_
     names = page.locator(".candidate-name").all_inner_texts()
     assert names[0] == recommended["display_name"]
     assert sorted(names) == sorted(candidate["display_name"] for candidate in refusal["error"]["candidates"])
-    assert shown(page, "#candidates-message") == refusal["error"]["message"]
+    # The page's own words: the API's message tells a client to resend the coordinates, which a person does
+    # by choosing one.
+    assert shown(page, "#candidates-message") == (
+        "“Springfield” is the name of places in more than one country. Choose the one you mean, or add its "
+        f"country or region to the name: “Springfield, {recommended['country_code']}”.")
     assert page.evaluate("document.activeElement.id") == "candidates-heading"
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")  # the first, recommended candidate

@@ -237,11 +237,15 @@ function unreadableField() {
   return null;
 }
 
-/** The 409 picker: recommended first, then by population; a pick resends in coordinate mode. */
+/** The 409 picker: recommended first, then by population; a pick resends in coordinate mode. Its words are
+the page's: the API's message tells a client to resend a candidate's coordinates, which here is a click. */
 function showCandidates(error, query) {
   const candidates = [...error.candidates].sort((a, b) =>
     Number(b.recommended) - Number(a.recommended) || (b.population || 0) - (a.population || 0));
-  byId("candidates-message").textContent = error.message;
+  const country = candidates[0]?.country_code;
+  byId("candidates-message").textContent = `“${query.place_name}” is the name of places in more than one country. `
+    + "Choose the one you mean, or add its country or region to the name"
+    + (country ? `: “${query.place_name}, ${country}”.` : ".");
   byId("candidate-list").replaceChildren(...candidates.map((candidate) => {
     const button = element("button", { type: "button", class: candidate.recommended ? "candidate recommended" : "candidate" });
     button.append(element("span", { class: "candidate-name" }, candidate.display_name));
