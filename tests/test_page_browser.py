@@ -391,6 +391,27 @@ def test_a_date_or_time_the_browser_cannot_read_is_refused_not_taken_for_now(vis
     visit.assert_clean()
 
 
+def test_a_coordinate_with_a_decimal_comma_is_refused_in_the_page_saying_to_write_a_point(visit):
+    # "2,35" is how German, French and many other languages write a decimal. The API's refusal ("must be a
+    # number of decimal degrees, got '2,35'") does not say that the comma is what is wrong.
+    page = paris_by_coordinates(visit)
+    page.get_by_label("Longitude").fill("2,35")
+    page.get_by_label("Date").fill("2026-07-14")
+    page.get_by_label("Clock time").fill("14:30")
+    asked = len(visit.requests)
+    page.get_by_role("button", name="Show sundial time").click()
+    page.locator("#problem").wait_for(state="visible")
+    assert shown(page, "#problem") == "Write the longitude with a decimal point: 2.35, not 2,35."
+    assert page.get_attribute("#longitude", "aria-invalid") == "true"
+    assert page.evaluate("document.activeElement.id") == "longitude"
+    assert len(visit.requests) == asked  # nothing was asked
+    page.get_by_label("Longitude").fill("2.35")
+    page.get_by_role("button", name="Show sundial time").click()
+    page.locator("#result").wait_for(state="visible")
+    assert page.locator("#problem").is_hidden()
+    visit.assert_clean()
+
+
 @pytest.fixture
 def limited_server(base_settings) -> Iterator[str]:
     """A second real app allowing 2 anonymous requests a minute, counted on a clock that stands still (so a

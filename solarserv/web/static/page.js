@@ -225,14 +225,24 @@ function fieldOfProblem(error) {
   return named.find((field) => !field.value.trim()) ?? named[0] ?? null;
 }
 
-/** A date or time field the browser could not read (a year left out, 30 February, no AM/PM): its value
-is then "", which would otherwise ask for today or now. */
-function unreadableField() {
+/** A field the page refuses without asking, and why: a date or time the browser could not read (a year
+left out, 30 February, no AM/PM), whose value is then "", which would otherwise ask for today or now; a
+coordinate written with a decimal comma, as many languages write one, which the API refuses without
+saying that the comma is what is wrong. */
+function fieldRefusedInPage() {
   const fields = [["date", "The date is incomplete or not a real date", "today's date"],
     ["local_time", "The clock time is incomplete", "the time now"]];
   for (const [name, problem, instead] of fields) {
     const field = form.elements[name];
     if (field.validity.badInput) return { field, message: `${problem}: complete it, or clear it for ${instead} at the place.` };
+  }
+  if (form.elements.mode.value !== "coordinates") return null;
+  for (const name of ["latitude", "longitude"]) {
+    const field = form.elements[name];
+    const written = field.value.trim();
+    if (/^[-+]?\d+,\d+$/.test(written)) {
+      return { field, message: `Write the ${name} with a decimal point: ${written.replace(",", ".")}, not ${written}.` };
+    }
   }
   return null;
 }
@@ -542,10 +552,10 @@ function start() {
   }
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const unreadable = unreadableField();
-    if (unreadable) {
+    const refused = fieldRefusedInPage();
+    if (refused) {
       hideAnswers();
-      showProblem(unreadable.message, unreadable.field, true);
+      showProblem(refused.message, refused.field, true);
       return;
     }
     calculate(queryFromForm(), true);
