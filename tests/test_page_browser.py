@@ -241,6 +241,26 @@ def test_back_to_the_empty_page_leaves_no_announcement_of_the_answer_it_hid(visi
     visit.assert_clean()
 
 
+def test_an_answer_shown_while_a_new_question_waits_is_dimmed_as_out_of_date(visit):
+    # A slow service: the clock time asked is 15:00, while the answer for 14:30 is still on screen.
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
+    page.locator("#eot-chart polyline.curve").wait_for()
+    held = []
+    page.route("**/api/v1/solar-time?*", lambda route: held.append(route))
+    page.get_by_label("Clock time").fill("15:00:00")
+    page.get_by_label("Clock time").press("Enter")
+    page.wait_for_function("document.getElementById('result').getAttribute('aria-busy') === 'true'")
+    assert shown(page, "#clock-time") == "14:30:00"
+    assert float(page.evaluate("getComputedStyle(document.getElementById('result')).opacity")) < 1
+    assert len(held) == 1
+    held[0].continue_()
+    page.get_by_text("Sundial time 13:58").wait_for()
+    assert shown(page, "#clock-time") == "15:00:00"
+    assert page.evaluate("getComputedStyle(document.getElementById('result')).opacity") == "1"
+    visit.assert_clean()
+
+
 def test_place_name_with_empty_date_and_time_shows_now_at_the_place(visit):
     page = visit.page
     page.goto(visit.base_url + "/")
