@@ -22,12 +22,16 @@ _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u20
 
 
 def has_hidden_characters(text: str) -> bool:
-    return any(_hidden(character) for character in text)
+    # Every hidden character is one str.isprintable() refuses (Unicode's "Other" and "Separator" but the space), so
+    # a printable text, nearly every one, is decided in C; a character at a time cost 70 µs on an answer's texts.
+    return not text.isprintable() and any(_hidden(character) for character in text)
 
 
 def without_hidden_characters(text: str) -> str:
     """``text`` less the characters has_hidden_characters finds: for names another service gave, which are shown
     and logged as they come."""
+    if not has_hidden_characters(text):
+        return text
     return "".join(character for character in text if not _hidden(character))
 
 
