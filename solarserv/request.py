@@ -121,7 +121,7 @@ def _optional_string(fields: Mapping[str, Any], name: str) -> str | None:
 
 
 def _json_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
-    """A number as JSON decodes it for the API (api._decode_json: decimal_number's Decimal), or as a Python caller
+    """A number as JSON decodes it for the API (api.decode_json: decimal_number's Decimal), or as a Python caller
     gives it (int or float)."""
     value = fields.get(name)
     if value is None:

@@ -1,10 +1,13 @@
-"""The benchmark scripts' own logic (scripts/bench_calc.py, scripts/bench_http.py), without real loads."""
+"""The benchmark scripts' own logic (scripts/bench_calc.py, scripts/bench_http.py, scripts/bench_stages.py), without
+real loads."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
+import json
 import os
 import shutil
 import signal
@@ -20,12 +23,15 @@ from pathlib import Path
 import psutil
 import pytest
 
+from solarserv.request import parse_json_fields
 from solarserv.solar import fast
+from solarserv.web.api import decode_json
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 import bench_calc  # noqa: E402
 import bench_http  # noqa: E402
+import bench_stages  # noqa: E402
 
 ONE_FIT = ((0.0, 0.0, 1.0),)  # equation of time 0, declination 0, distance 1 au all day
 OK_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -267,3 +273,13 @@ def test_the_readme_profile_table_names_the_scripts_stages():
     rows = [line.split("|")[1].strip() for line in table.split("\n\n")[0].splitlines()[2:]]
     assert len(rows) > 10
     assert set(rows) <= {stage for stage, _ in bench_http.STAGES} | {"other", bench_http.NO_PYTHON_FRAME}
+
+
+def test_the_stages_timed_one_by_one_give_the_services_own_answers(services):
+    # What scripts/bench stages times is the work of a request: a stage the pipeline gains would change the answer.
+    bodies = [request.body for request in bench_http.as_posts(bench_http.Queries().coordinates(
+        bench_http.dates(3, bench_http.SEED), 6))]
+    timings, answers = bench_stages.stage_table(services.pipeline, bodies)
+    assert next(iter(timings)) == bench_stages.REFERENCE and len(timings) == 7
+    assert answers == [json.dumps(asyncio.run(services.pipeline.run(parse_json_fields(decode_json(body)))),
+                                  ensure_ascii=False) for body in bodies]

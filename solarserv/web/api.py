@@ -12,7 +12,7 @@ from solarserv.web.base import ApiHandler
 
 class SolarTimeHandler(ApiHandler):
     async def post(self) -> None:
-        query = request_fields.parse_json_fields(_decode_json(self.request.body))
+        query = request_fields.parse_json_fields(decode_json(self.request.body))
         self.write_json(await self.services.pipeline.run(query))
 
     async def get(self) -> None:
@@ -43,7 +43,7 @@ class HealthHandler(ApiHandler):
         self.write_json(await self.services.health())
 
 
-def _decode_json(body: bytes) -> Any:
+def decode_json(body: bytes) -> Any:
     if not body.strip():
         raise malformed("The request body is empty; send a JSON object (Content-Type: application/json).")
     try:
