@@ -110,6 +110,22 @@ async def test_international_waters_is_422_timezone_resolution_failed(api):
     assert_envelope(await api("/api/v1/solar-time?" + urlencode(fields)), 422, "TIMEZONE_RESOLUTION_FAILED")
 
 
+@pytest.mark.parametrize("place_name,suggestions", [
+    ("Pariss", ["Paris", "Pardīs", "Pari"]),
+    ("Paris, Germany", ["Paris, Île-de-France, France", "Paris, Texas, United States", "Paris, Ontario, Canada"]),
+    ("Xyzzyqq Qwfp", []),  # nothing close: the list is there, empty
+    ("Japan", []),
+])
+async def test_place_not_found_lists_the_messages_suggestions_for_a_client_to_offer(api, place_name, suggestions):
+    fields = {"date": "2026-07-14", "local_time": "14:30", "place_name": place_name}
+    error = assert_envelope(await api("/api/v1/solar-time?" + urlencode(fields)), 404, "PLACE_NOT_FOUND")
+    assert error["suggestions"] == suggestions
+    assert all(f"'{name}'" in error["message"] for name in suggestions)
+    for name in suggestions:  # each one, sent back as it is, is a place the service knows
+        reply = await api("/api/v1/solar-time?" + urlencode({**fields, "place_name": name}))
+        assert reply.status in (200, 409), (name, reply.body)
+
+
 # Every path reads its body the same way (solarserv.web.body), the solar-time endpoint's as any other.
 EVERY_KIND_OF_PATH = ["/api/v1/solar-time", "/nope", "/healthz", "/api/v1/equation-of-time?year=2026"]
 

@@ -359,6 +359,7 @@ def test_nominatim_answers_go_through_the_alternate_name_rule(nominatim):
 def test_nominatim_nothing_found_is_404(nominatim):
     error = refusal(nominatim, "Nowhere at all")
     assert (error.code, error.status) == ("PLACE_NOT_FOUND", 404)
+    assert error.extra["suggestions"] == []  # an online provider names no close places
 
 
 @pytest.mark.parametrize("query,said", [("slow", "no answer in time"), ("broken", "an error"),

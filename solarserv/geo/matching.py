@@ -202,13 +202,14 @@ _POINT_AS_TEXT = re.compile(r"[-+]?\d+(?:\.\d+)?\s*°?\s*[NSns]?\s*[,;\s]\s*[-+]
 
 
 def not_found(asked: str, suggestions: Sequence[str] = (), reason: str = "") -> ApiError:
-    """404 PLACE_NOT_FOUND, suggesting close names when there are some, and coordinate mode for a point."""
+    """404 PLACE_NOT_FOUND, suggesting close names when there are some, and coordinate mode for a point. The
+    names are also in ``suggestions``, always a list, so that a client can offer them without reading English."""
     message = f"No place found for '{asked}'{': ' + reason if reason else ''}."
     if suggestions:
         message += f" Did you mean {_or_list(suggestions)}?"
     if _POINT_AS_TEXT.fullmatch(asked):
         message += " To ask for a point, send its latitude and longitude as numbers, without place_name."
-    return ApiError("PLACE_NOT_FOUND", 404, message)
+    return ApiError("PLACE_NOT_FOUND", 404, message, suggestions=list(suggestions))
 
 
 def _or_list(items: Sequence[str]) -> str:
