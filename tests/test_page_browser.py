@@ -313,6 +313,41 @@ def test_ambiguous_place_offers_candidates_recommended_first_and_a_pick_resends_
     visit.assert_clean(expected_statuses={409})
 
 
+def test_an_unknown_places_close_names_are_buttons_that_ask_again_with_the_name(visit):
+    fields = {"place_name": "Nairobbi", "date": "2026-07-14", "local_time": "14:30:00"}
+    status, refusal = api_get(visit.base_url, fields)
+    assert (status, refusal["error"]["suggestions"]) == (404, ["Nairobi"])
+
+    page = visit.page
+    page.goto(visit.base_url)
+    page.get_by_label("Place name", exact=True).fill(fields["place_name"])
+    page.get_by_label("Date").fill(fields["date"])
+    page.get_by_label("Clock time").fill(fields["local_time"])
+    page.get_by_label("Place name", exact=True).press("Enter")
+    page.locator("#candidates").wait_for(state="visible")
+    # The API's message still says why; the names are buttons, reached from the picker's heading by keyboard.
+    assert shown(page, "#problem") == refusal["error"]["message"]
+    assert page.get_attribute("#place_name", "aria-invalid") == "true"
+    assert page.locator(".candidate-name").all_inner_texts() == ["Nairobi"]
+    screenshot(page, "page-close-names-desktop.png")
+    assert page.evaluate("document.activeElement.id") == "candidates-heading"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Nairobi"
+    assert page.get_by_role("button", name="Nairobi", exact=True).is_visible()
+    page.keyboard.press("Enter")
+    page.locator("#result").wait_for(state="visible")
+
+    assert page.input_value("#place_name") == "Nairobi" and page.is_checked("input[value=place]")
+    _, result = api_get(visit.base_url, {**fields, "place_name": "Nairobi"})
+    assert shown(page, "#result-heading") == result["location"]["display_name"]
+    assert shown(page, "#true-solar-time") == result["true_solar_time"]
+    assert page.locator("#candidates").is_hidden() and page.locator("#problem").is_hidden()
+    assert page.get_attribute("#place_name", "aria-invalid") is None
+    assert page.evaluate("document.activeElement.id") == "result-heading"
+    assert page.url == visit.base_url + result["share"]["url"]
+    visit.assert_clean(expected_statuses={404})
+
+
 def test_errors_are_shown_in_the_page(visit):
     page = visit.page
     page.goto(visit.base_url + "/?" + urlencode({**KASHGAR_SHARE, "latitude": "95"}))

@@ -161,6 +161,9 @@ async function calculate(query, addToHistory) {
     announce("");
     if (failure instanceof ApiFailure && failure.status === 409 && Array.isArray(failure.error.candidates)) {
       showCandidates(failure.error, query);
+    } else if (failure instanceof ApiFailure && failure.error.suggestions?.length) {
+      showProblem(failure.error.message, fieldOfProblem(failure.error));
+      showSuggestions(failure.error.suggestions, query);
     } else if (failure instanceof ApiFailure) {
       showProblem(failure.error.message, fieldOfProblem(failure.error), addToHistory);
     } else {
@@ -253,21 +256,41 @@ function showCandidates(error, query) {
   const candidates = [...error.candidates].sort((a, b) =>
     Number(b.recommended) - Number(a.recommended) || (b.population || 0) - (a.population || 0));
   const country = candidates[0]?.country_code;
-  byId("candidates-message").textContent = `“${query.place_name}” is the name of places in more than one country. `
+  const message = `“${query.place_name}” is the name of places in more than one country. `
     + "Choose the one you mean, or add its country or region to the name"
     + (country ? `: “${query.place_name}, ${country}”.` : ".");
-  byId("candidate-list").replaceChildren(...candidates.map((candidate) => {
-    const button = element("button", { type: "button", class: candidate.recommended ? "candidate recommended" : "candidate" });
-    button.append(element("span", { class: "candidate-name" }, candidate.display_name));
-    const details = [formatCoordinates(candidate.latitude, candidate.longitude), candidate.timezone,
+  showChoices(message, candidates.map((candidate) => ({
+    name: candidate.display_name,
+    details: [formatCoordinates(candidate.latitude, candidate.longitude), candidate.timezone,
       candidate.population ? `population ${candidate.population.toLocaleString("en")}` : null,
-      candidate.recommended ? "recommended" : null].filter(Boolean);
-    button.append(element("span", { class: "candidate-details" }, details.join(" · ")));
+      candidate.recommended ? "recommended" : null].filter(Boolean).join(" · "),
+    recommended: candidate.recommended,
+    query: withoutEmpty({ date: query.date, local_time: query.local_time,
+      latitude: String(candidate.latitude), longitude: String(candidate.longitude) }),
+  })));
+}
+
+/** A 404's close names (``error.suggestions``) as the same picker, below the API's message, which says why
+nothing was found; a pick asks again with that name in the place field. */
+function showSuggestions(suggestions, query) {
+  showChoices("Choose one of these close names to ask again with it, or correct the place name.",
+    suggestions.map((name) => ({
+      name, details: null, recommended: false,
+      query: withoutEmpty({ date: query.date, local_time: query.local_time, place_name: name }),
+    })));
+}
+
+/** The picker under "Which place did you mean?": ``message``, then a button per choice (``name``, ``details``
+or null, ``recommended``), whose click fills the form with its ``query`` and asks it. */
+function showChoices(message, choices) {
+  byId("candidates-message").textContent = message;
+  byId("candidate-list").replaceChildren(...choices.map((choice) => {
+    const button = element("button", { type: "button", class: choice.recommended ? "candidate recommended" : "candidate" });
+    button.append(element("span", { class: "candidate-name" }, choice.name));
+    if (choice.details) button.append(element("span", { class: "candidate-details" }, choice.details));
     button.addEventListener("click", () => {
-      const chosen = withoutEmpty({ date: query.date, local_time: query.local_time,
-        latitude: String(candidate.latitude), longitude: String(candidate.longitude) });
-      fillForm(chosen);
-      calculate(chosen, true);
+      fillForm(choice.query);
+      calculate(choice.query, true);
     });
     const item = element("li");
     item.append(button);
