@@ -16,6 +16,7 @@ import tornado.httpclient
 import tornado.ioloop
 import tornado.netutil
 from counters import RedisServer
+from defaults import NO_INSTALLED_PLUGINS, settings
 from servers import serving_in_thread
 
 from solarserv import config
@@ -33,6 +34,24 @@ def pytest_configure(config: pytest.Config) -> None:
         import pytest_tornasync.plugin
 
         config.pluginmanager.register(pytest_tornasync.plugin, "tornasync-quiet")
+
+
+# The Redis the tests use, when given (scripts/test starts one); read before hermetic_environment clears
+# solarserv's settings, REDIS_URL among them, from the environment.
+REDIS_URL = os.environ.get("REDIS_URL")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_environment():
+    """Every test runs as if in a shell and a venv of its own: the shell's solarserv settings (SOLARSERV_*,
+    PLUGINS_DIR, GEOCODER, …) are cleared and the SOLARSERV_PLUGINS allow-list set empty, for `main()` run
+    in-process and for the subprocesses, which inherit the environment."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in set(os.environ) - set(config.without_settings(os.environ)):
+            patch.delenv(name)
+        for name, value in NO_INSTALLED_PLUGINS.items():
+            patch.setenv(name, value)
+        yield
 
 
 @pytest.fixture
@@ -63,9 +82,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def base_settings(data_dir):
-    """Embedded defaults, except a limit high enough that the suite's own traffic is never refused
-    (rate-limit tests build settings with their own low limits)."""
-    return dataclasses.replace(config.load(environ={}), data_dir=data_dir, anon_rpm=1_000_000)
+    """Embedded defaults, installed plugins left out, and a limit high enough that the suite's own traffic is
+    never refused (rate-limit tests build settings with their own low limits)."""
+    return dataclasses.replace(settings(), data_dir=data_dir, anon_rpm=1_000_000)
 
 
 @pytest.fixture(scope="session")
@@ -76,8 +95,8 @@ def services(base_settings) -> Services:
 @pytest.fixture(scope="session")
 def redis_url():
     """A real Redis: REDIS_URL (scripts/test starts one), else a redis-server started here for the session."""
-    if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
+    if REDIS_URL:
+        yield REDIS_URL
         return
     with RedisServer() as server:
         yield server.url

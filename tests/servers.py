@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import resource
 import subprocess
 import sys
@@ -17,22 +16,22 @@ from typing import Any
 import psutil
 import tornado.netutil
 
-from solarserv import config
 from solarserv.web.app import Services, make_app
 from solarserv.web.server import make_server
 
 
 def start_solarserv(arguments: Sequence[str], log_path: Path,
                     open_file_limit: tuple[int, int] | None = None) -> subprocess.Popen:
-    """`python -m solarserv serve ARGUMENTS` as a real subprocess on its embedded defaults (this shell's
-    solarserv settings left out): its stdout piped as text for the lines it prints, its log to a file.
+    """`python -m solarserv serve ARGUMENTS` as a real subprocess on its embedded defaults (the environment the
+    tests run in has none of this shell's solarserv settings, and no installed plugin allowed: conftest's
+    hermetic_environment): its stdout piped as text for the lines it prints, its log to a file.
     ``open_file_limit``: its RLIMIT_NOFILE (soft, hard) instead of this process's."""
     def limit_open_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, open_file_limit)
 
     with log_path.open("w") as log:  # the server keeps its own copy of the file
         return subprocess.Popen([sys.executable, "-m", "solarserv", "serve", *arguments], stdout=subprocess.PIPE,
-                                stderr=log, text=True, env=config.without_settings(os.environ),
+                                stderr=log, text=True,
                                 preexec_fn=limit_open_files if open_file_limit else None)
 
 

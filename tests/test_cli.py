@@ -331,7 +331,7 @@ def test_a_key_store_serve_cannot_write_stops_it_before_it_binds(new_data_dir):
     (new_data_dir / "keys.db").chmod(0o444)
     done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "serve", "--port", "0",
                                                "--data-dir", str(new_data_dir)]),
-                          capture_output=True, text=True, timeout=60, env=config.without_settings(os.environ))
+                          capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (f"error: The key store {new_data_dir / 'keys.db'} cannot be used: "
                            "attempt to write a readonly database.\n")

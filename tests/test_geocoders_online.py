@@ -20,6 +20,7 @@ import pytest
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
+from defaults import settings as default_settings
 
 from solarserv import config
 from solarserv.errors import ApiError
@@ -231,7 +232,7 @@ def odd_answer(provider_server):
 
 def settings_for(provider_server, name: str, **changes: Any) -> Any:
     settings = dataclasses.replace(
-        config.load(environ={}), geocoder=name, geocoder_domain=f"{provider_server['domain']}/{name}",
+        default_settings(), geocoder=name, geocoder_domain=f"{provider_server['domain']}/{name}",
         geocoder_scheme="http", geocoder_user_agent="solarserv-tests/1 (loopback)", geocoder_timeout=0.5)
     return dataclasses.replace(settings, **changes)
 

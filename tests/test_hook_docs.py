@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from defaults import settings
 from reports import report_at
 
 from solarserv import config, hookspecs
@@ -67,7 +68,7 @@ def test_the_readme_example_plugin_loads_from_plugins_dir_and_runs(tmp_path):
     name = match["name"].removesuffix(".py")
 
     plain = Narrator.build(config.load(environ={}), third_party=False)
-    narrator = Narrator.build(config.load(environ={"PLUGINS_DIR": str(tmp_path)}))
+    narrator = Narrator.build(settings(PLUGINS_DIR=str(tmp_path)))
     listed = {plugin["name"]: plugin for plugin in narrator.plugins.listing()}
     assert listed[name]["source"] == "file"
     assert listed[name]["hooks"] == ["solarserv_validation_checks"]
@@ -88,7 +89,7 @@ def test_the_readme_example_of_a_block_taken_over_runs_with_its_template(tmp_pat
     for block in (*EXAMPLE.finditer(section), *EXAMPLE_TEMPLATE.finditer(section)):
         (tmp_path / block["name"]).write_text(block["code"], encoding="utf-8")
     assert (tmp_path / "short_summary.py").exists() and (tmp_path / "short_summary.txt.j2").exists()
-    narrator = Narrator.build(config.load(environ={"PLUGINS_DIR": str(tmp_path)}))
+    narrator = Narrator.build(settings(PLUGINS_DIR=str(tmp_path)))
     assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins.listing()}
     report = report_at("Paris", "2026-07-14", "14:30")
     reading = format_hms(round_to_second(report.true_solar))

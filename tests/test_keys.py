@@ -6,7 +6,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import sqlite3
 import stat
@@ -22,7 +21,6 @@ import sqlite_utils
 from permissions import bound_by_file_modes
 from writers import another_process_writing
 
-from solarserv import config
 from solarserv import keys as keys_module
 from solarserv.cli import main
 from solarserv.keys import (
@@ -495,6 +493,6 @@ def test_a_key_store_this_user_cannot_write_is_one_line_naming_it(tmp_path, read
     (data_dir / read_only).chmod(mode)
     done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "keys", *command, "--data-dir",
                                                str(data_dir)]),
-                          capture_output=True, text=True, timeout=60, env=config.without_settings(os.environ))
+                          capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"error: The key store {data_dir / 'keys.db'} cannot be used: {said}.\n"

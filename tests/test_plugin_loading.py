@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from defaults import settings
 from reports import report_at
 
 import solarserv
@@ -63,6 +64,13 @@ def write(directory: Path, name: str, source: str) -> Path:
 
 
 def build(**environ: str) -> Narrator:
+    """A narrator on settings from ``environ``: installed plugins left out unless it sets SOLARSERV_PLUGINS."""
+    return Narrator.build(settings(**environ))
+
+
+def build_with_installed_plugins(**environ: str) -> Narrator:
+    """A narrator loading every installed plugin, as with SOLARSERV_PLUGINS unset: for the tests of
+    ``installed_plugin``, which installs the only one."""
     return Narrator.build(config.load(environ=environ))
 
 
@@ -608,13 +616,15 @@ def test_a_plugin_that_hangs_does_not_hold_up_the_answer(tmp_path, report, built
 
 @pytest.fixture
 def installed_plugin(tmp_path, monkeypatch):
-    """A distribution 'sundial-extra' 1.2.3 with an entry point in group `solarserv`, on sys.path."""
+    """A distribution 'sundial-extra' 1.2.3 with an entry point in group `solarserv`, on a sys.path without the
+    directories of the venv's distributions: the only plugin installed."""
     site = tmp_path / "site"
     write(site, "sundial_extra.py", EXTRA_CHECK)
     metadata = site / "sundial_extra-1.2.3.dist-info"
     write(metadata, "METADATA", "Metadata-Version: 2.1\nName: sundial-extra\nVersion: 1.2.3\n")
     write(metadata, "entry_points.txt", "[solarserv]\nsundial_extra = sundial_extra\n")
-    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(site))  # which saves sys.path whole, and puts it back after the test
+    sys.path[:] = [path for path in sys.path if path == str(site) or not any(Path(path).glob("*.dist-info"))]
     yield "sundial_extra"
     sys.modules.pop("sundial_extra", None)
 
@@ -629,7 +639,7 @@ def test_two_distributions_with_one_plugin_name_stop_start_up_naming_both(instal
           "[solarserv]\nsundial_extra = sundial_extra_renamed\n")
     monkeypatch.syspath_prepend(str(site))
     with pytest.raises(PluginConflict) as raised:
-        build()
+        build_with_installed_plugins()
     assert str(raised.value) == ("distributions sundial-extra 1.2.3 and sundial-extra-renamed 2.0.0 both install a "
                                  "plugin named sundial_extra; keep only one of them")
     # Not when the allow-list keeps that name out.
@@ -637,7 +647,7 @@ def test_two_distributions_with_one_plugin_name_stop_start_up_naming_both(instal
 
 
 def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
-    narrator = build()
+    narrator = build_with_installed_plugins()
     listing = {plugin["name"]: plugin for plugin in narrator.plugins.listing()}
     assert listing[installed_plugin] == {"name": "sundial_extra", "source": "entry point", "version": "1.2.3",
                                         "hooks": ["solarserv_validation_checks"]}
@@ -668,7 +678,7 @@ def test_a_plugin_that_never_returns_does_not_keep_the_command_from_exiting(tmp_
     done = subprocess.run(
         [sys.executable, "-m", "solarserv", "calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14",
          "--time", "14:30", "--plugins-dir", str(tmp_path), "--data-dir", str(data_dir)],
-        env={**config.without_settings(os.environ), "PLUGIN_TIMEOUT": "0.2"}, capture_output=True, text=True,
+        env={**os.environ, "PLUGIN_TIMEOUT": "0.2"}, capture_output=True, text=True,
         timeout=50)  # the plugin waits 60 s: an interpreter that joined its thread would still be waiting
     assert done.returncode == 0, done.stderr
     assert "✗ plugin stuck (no answer within 0.2 s, so no third-party plugin's text is used) failed" in done.stdout
@@ -677,7 +687,7 @@ def test_a_plugin_that_never_returns_does_not_keep_the_command_from_exiting(tmp_
 def test_a_plugin_file_named_like_an_installed_plugin_stops_start_up(installed_plugin, tmp_path):
     write(tmp_path, f"{installed_plugin}.py", EXTRA_CHECK)
     with pytest.raises(PluginConflict, match=f"has the name of an installed plugin, {installed_plugin}"):
-        build(PLUGINS_DIR=str(tmp_path))
+        build_with_installed_plugins(PLUGINS_DIR=str(tmp_path))
 
 
 def test_third_party_false_loads_only_the_built_ins(installed_plugin):
@@ -704,3 +714,4 @@ def test_plugins_lists_name_source_version_and_hooks(tmp_path):
     hooks = {hook for plugin in listing if plugin["source"] == "builtin" for hook in plugin["hooks"]}
     assert hooks == {"solarserv_summary", "solarserv_historical_context", "solarserv_solar_context",
                      "solarserv_share_text", "solarserv_validation_checks"}
+
