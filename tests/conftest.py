@@ -40,17 +40,33 @@ def pytest_configure(config: pytest.Config) -> None:
 # solarserv's settings, REDIS_URL among them, from the environment.
 REDIS_URL = os.environ.get("REDIS_URL")
 
+TRIPWIRE_PLUGIN = """
+import pytest
+
+pytest.fail("an installed plugin was loaded: the test built its settings with the allow-list unset, so a plugin "
+            "pip-installed into .venv changes its outcome (tests/defaults.py: settings())", pytrace=False)
+"""
+
 
 @pytest.fixture(scope="session", autouse=True)
-def hermetic_environment():
-    """Every test runs as if in a shell and a venv of its own: the shell's solarserv settings (SOLARSERV_*,
+def hermetic_environment(tmp_path_factory):
+    """Every test runs as if in a shell and a venv of its own. The shell's solarserv settings (SOLARSERV_*,
     PLUGINS_DIR, GEOCODER, …) are cleared and the SOLARSERV_PLUGINS allow-list set empty, for `main()` run
-    in-process and for the subprocesses, which inherit the environment."""
+    in-process and for the subprocesses, which inherit the environment. And a plugin is installed (on sys.path)
+    that fails any test loading it: one that let a contributor's installed plugin change its outcome."""
+    site = tmp_path_factory.mktemp("site")
+    (site / "solarserv_tripwire.py").write_text(TRIPWIRE_PLUGIN, encoding="utf-8")
+    (site / "solarserv_tripwire-1.0.dist-info").mkdir()
+    (site / "solarserv_tripwire-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: solarserv-tripwire\nVersion: 1.0\n", encoding="utf-8")
+    (site / "solarserv_tripwire-1.0.dist-info" / "entry_points.txt").write_text(
+        "[solarserv]\nsolarserv_tripwire = solarserv_tripwire\n", encoding="utf-8")
     with pytest.MonkeyPatch.context() as patch:
         for name in set(os.environ) - set(config.without_settings(os.environ)):
             patch.delenv(name)
         for name, value in NO_INSTALLED_PLUGINS.items():
             patch.setenv(name, value)
+        patch.syspath_prepend(str(site))
         yield
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import importlib
+import importlib.metadata
 import logging
 import os
 import subprocess
@@ -617,7 +618,7 @@ def test_a_plugin_that_hangs_does_not_hold_up_the_answer(tmp_path, report, built
 @pytest.fixture
 def installed_plugin(tmp_path, monkeypatch):
     """A distribution 'sundial-extra' 1.2.3 with an entry point in group `solarserv`, on a sys.path without the
-    directories of the venv's distributions: the only plugin installed."""
+    directories of the venv's distributions (nor conftest's tripwire): the only plugin installed."""
     site = tmp_path / "site"
     write(site, "sundial_extra.py", EXTRA_CHECK)
     metadata = site / "sundial_extra-1.2.3.dist-info"
@@ -715,3 +716,12 @@ def test_plugins_lists_name_source_version_and_hooks(tmp_path):
     assert hooks == {"solarserv_summary", "solarserv_historical_context", "solarserv_solar_context",
                      "solarserv_share_text", "solarserv_validation_checks"}
 
+
+def test_the_suite_runs_without_the_shells_settings_and_with_a_tripwire_plugin_installed(base_settings):
+    """conftest's hermetic_environment, which keeps a contributor's installed plugin and shell out of every test."""
+    assert base_settings.plugins_allow == ""
+    assert {name: os.environ[name] for name in set(os.environ) - set(config.without_settings(os.environ))} == \
+        {"SOLARSERV_PLUGINS": ""}
+    assert "solarserv_tripwire" in importlib.metadata.entry_points(group="solarserv").names
+    with pytest.raises(pytest.fail.Exception, match="an installed plugin was loaded"):
+        build_with_installed_plugins()
