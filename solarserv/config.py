@@ -153,6 +153,15 @@ def _geocoder_domain(text: str) -> str:
     return text
 
 
+def _header_value(text: str) -> str:
+    """Text sent as an HTTP header's value. A line break in it made http.client refuse every call ("Invalid header
+    value"), which the API answered 503 as if the geocoder were down; a character beyond ASCII is not sent as
+    written."""
+    if not all(" " <= character <= "~" for character in text):
+        raise ValueError("must be printable ASCII, as an HTTP header carries it")
+    return text
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str  # attribute on Settings
@@ -195,9 +204,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Host[:port][/path] of the online geocoder, without a scheme; unset: the provider's public service."),
     Setting("geocoder_scheme", "GEOCODER_SCHEME", None, _one_of("http", "https"), "https",
             "http or https for the online geocoder."),
-    Setting("geocoder_user_agent", "GEOCODER_USER_AGENT", None, str, None,
-            "User-Agent sent to the online geocoder (Nominatim's usage policy asks for one that names your "
-            "application); unset: solarserv/VERSION."),
+    Setting("geocoder_user_agent", "GEOCODER_USER_AGENT", None, _header_value, None,
+            "User-Agent sent to the online geocoder, in printable ASCII (Nominatim's usage policy asks for one that "
+            "names your application); unset: solarserv/VERSION."),
     Setting("geocoder_timeout", "GEOCODER_TIMEOUT", None, _positive_float, 5.0,
             "Seconds to wait for the online geocoder before answering 503 GEOCODER_UNAVAILABLE."),
     Setting("geocoder_interval", "GEOCODER_INTERVAL", None, _non_negative_float, None,

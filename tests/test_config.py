@@ -49,6 +49,8 @@ def test_geocoder_settings_that_load():
                                     "GEOCODER_DOMAIN": "127.0.0.1:8080/nominatim"})
     assert (settings.geocoder, settings.geocoder_scheme, settings.geocoder_domain) == (
         "nominatim", "http", "127.0.0.1:8080/nominatim")
+    user_agent = "Sundials/1.0 (+https://sundials.example; ops@sundials.example)"
+    assert config.load(environ={"GEOCODER_USER_AGENT": user_agent}).geocoder_user_agent == user_agent
     for domain in ("nominatim.example.org", "[::1]:2322", "photon.example.org/photon/"):
         assert config.load(environ={"GEOCODER_DOMAIN": domain}).geocoder_domain == domain
 
@@ -85,6 +87,11 @@ def test_a_true_or_false_setting_refuses_another_word():
     ({"REDIS_URL": "unix://"}, "REDIS_URL='unix://': must name the socket, e.g. unix:///run/redis/redis.sock?db=0"),
     ({"GEOCODER_DOMAIN": "nominatim.example.org:808080"}, "GEOCODER_DOMAIN='nominatim.example.org:808080': must be "
      "host[:port][/path], e.g. nominatim.example.org or localhost:8080/nominatim"),
+    # Taken at start, it failed every place-name request with 503 "try again later" (http.client: "Invalid header").
+    ({"GEOCODER_USER_AGENT": "sundials.example\n"}, "GEOCODER_USER_AGENT='sundials.example\\n': must be printable "
+     "ASCII, as an HTTP header carries it"),
+    ({"GEOCODER_USER_AGENT": "Sonnenuhr/1 ☀"}, "GEOCODER_USER_AGENT='Sonnenuhr/1 ☀': must be printable ASCII, as an "
+     "HTTP header carries it"),
 ])
 def test_a_value_out_of_its_range_or_form_is_refused_saying_which(environ, said):
     assert refusal(environ) == said
