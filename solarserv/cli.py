@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     for action, status in (("deactivate", INACTIVE), ("activate", ACTIVE)):
         status_parser = key_commands.add_parser(action, help=f"{action} a key, at once in every server")
         status_parser.add_argument("reference", metavar="PREVIEW_OR_ID",
-                                   help="the key's id or preview (tst_abcd…)")
+                                   help="the key's id, its preview (tst_abcd…) or the whole key")
         status_parser.set_defaults(command=change_key_status, status=status)
         status_parsers.append(status_parser)
 

@@ -298,9 +298,13 @@ class KeyStore:
 
     @_explained
     def find(self, reference: str) -> ApiKey:
-        """A key by its id (``3``) or preview (``tst_abcd…``, the ellipsis optional)."""
+        """A key by its id (``3``), preview (``tst_abcd…``, the ellipsis optional) or whole self (as a client reports
+        it, or a leak shows it: found by its digest, so a key that only shares its preview is not it)."""
         reference = reference.strip()
-        if reference.isascii() and reference.isdigit():
+        whole_key = _KEY_PATTERN.fullmatch(reference) is not None
+        if whole_key:
+            rows = list(self._db.query("select * from keys where digest = ?", [_digest(reference)]))
+        elif reference.isascii() and reference.isdigit():
             # A number beyond SQLite's integers names no key (and Python refuses to convert thousands of digits).
             in_range = len(reference) <= len(str(_MAX_KEY_ID)) and int(reference) <= _MAX_KEY_ID
             rows = list(self._db.query("select * from keys where id = ?", [int(reference)])) if in_range else []
@@ -308,8 +312,10 @@ class KeyStore:
             preview = reference.removesuffix(ELLIPSIS).removesuffix("...") + ELLIPSIS
             rows = list(self._db.query("select * from keys where preview = ?", [preview]))
         if not rows:
-            raise KeyStoreError(f"No key has the id or preview {shortened(reference, repr)}; `solarserv keys list` "
-                                "shows them.")
+            # A whole key is not echoed: its preview names it.
+            given = f"is the key {_preview(reference)} given whole" if whole_key else (
+                f"has the id or preview {shortened(reference, repr)}")
+            raise KeyStoreError(f"No key {given}; `solarserv keys list` shows them.")
         return ApiKey(**rows[0])
 
     @_explained

@@ -151,6 +151,11 @@ def test_find_by_id_or_preview(store):
     assert store.find(record.preview) == record
     assert store.find(record.preview.removesuffix("…")) == record
     assert store.find(record.preview.removesuffix("…") + "...") == record
+    # The whole key, as a client reports it or a leak shows it, is checked whole: another with its preview is not it.
+    assert store.find(issued.key) == record
+    impostor = issued.key[:-1] + ("A" if issued.key[-1] != "A" else "B")
+    with pytest.raises(KeyStoreError, match=f"No key is the key {re.escape(record.preview)} given whole;"):
+        store.find(impostor)
     with pytest.raises(KeyStoreError, match="No key has the id or preview '99'"):
         store.find("99")
     with pytest.raises(KeyStoreError, match="No key has"):
@@ -435,6 +440,8 @@ def test_cli_deactivates_by_preview_and_activates_by_id(capsys, tmp_path):
     assert status == 0 and "is now active" in out
     with opened(tmp_path) as store:
         assert store.active_key(created["key"]) is not None
+    status, out, _ = run(capsys, tmp_path, "deactivate", created["key"])
+    assert status == 0 and out == f"Key {created['id']} ({created['preview']}, 'Acme') is now inactive.\n"
     status, _, err = run(capsys, tmp_path, "deactivate", "tst_none")
     assert status == 1 and "No key has the id or preview 'tst_none'" in err
 
