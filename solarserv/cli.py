@@ -409,6 +409,11 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
             print(json.dumps(error.envelope(), ensure_ascii=False, indent=2))
         else:
             print(f"error {error.code}: {error.message}", file=sys.stderr)
+            # An ambiguous name's message says to resend one candidate's coordinates: here they are, as flags.
+            for candidate in error.extra.get("candidates", []):
+                recommended = "  (recommended)" if candidate["recommended"] else ""
+                print(f"  --lat {candidate['latitude']} --lon {candidate['longitude']}  {candidate['display_name']}"
+                      f"{recommended}", file=sys.stderr)
         return 1
     print(json.dumps(result, ensure_ascii=False, indent=2) if args.json else _readable(result))
     return 0

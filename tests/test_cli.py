@@ -79,6 +79,18 @@ def test_calc_error_is_the_envelope_message_and_a_failing_status(capsys, data_di
     assert status == 1 and json.loads(out)["error"]["code"] == "INVALID_REQUEST"
 
 
+def test_an_ambiguous_place_lists_its_candidates_as_the_flags_that_choose_one(capsys, data_dir):
+    springfield = ["calc", "--place", "Springfield", "--date", "2026-07-14", "--time", "12:00"]
+    _, out, _ = run(capsys, data_dir, *springfield, "--json")
+    candidates = json.loads(out)["error"]["candidates"]
+    # "Resend with the latitude and longitude of one of the candidates" named none without --json.
+    status, _, err = run(capsys, data_dir, *springfield)
+    assert status == 1 and err.splitlines()[0].startswith("error AMBIGUOUS_LOCATION: 'Springfield' matches places")
+    assert err.splitlines()[1:] == [
+        f"  --lat {candidate['latitude']} --lon {candidate['longitude']}  {candidate['display_name']}"
+        + ("  (recommended)" if candidate["recommended"] else "") for candidate in candidates]
+
+
 @pytest.mark.parametrize("latitude,longitude", [("1e400", "2"), ("0.5", "180.0000000000000001"), ("95", "2"),
                                                 ("forty", "2"), ("1e999999999999999999999", "2")])
 def test_calc_reads_coordinates_as_the_api_does(live_server, capsys, data_dir, latitude, longitude):
