@@ -692,6 +692,31 @@ async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, 
     assert (await browser.post("/console/keys/999/deactivate")).code == 404
 
 
+def form_fields(page: str, action: str) -> dict[str, str]:
+    """The hidden fields, but the XSRF token, of the page's form that posts to ``action``, as a browser sends them."""
+    form = page.split(f'action="{action}"', 1)[1].split("</form>", 1)[0]
+    return {name: html.unescape(value) for name, value in re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"',
+                                                                     form) if name != "_xsrf"}
+
+
+async def test_a_change_returns_to_the_page_of_keys_it_was_made_on(browser, keys):
+    issued = [keys.create(f"Client {number}", "free") for number in range(1, console.KEYS_PER_PAGE + 31)]
+    await browser.log_in()
+    search = "/console?" + urlencode({"q": "client", "page": 2})  # keys 101–130 of those found: Client 30 to 1
+    oldest = issued[0].record
+    action = f"/console/keys/{oldest.id}/deactivate"
+    reply = await browser.post(action, form_fields(browser.text(await browser.get(search)), action))
+    # It went back to the first page of all keys, where the key just changed is not even shown.
+    assert reply.code == 303 and reply.headers["Location"] == search
+    assert row_of(browser.text(await browser.get(search)), oldest.preview)[5] == "inactive"
+    # The first page of all keys is the console itself; a page that is no page number goes there too.
+    newest = issued[-1].record.id
+    assert form_fields(browser.text(await browser.get("/console")), f"/console/keys/{newest}/deactivate") == {}
+    for returning_to in ({}, {"page": "-1"}, {"page": "abc"}):
+        reply = await browser.post(f"/console/keys/{newest}/deactivate", returning_to)
+        assert reply.headers["Location"] == "/console"
+
+
 async def test_a_change_is_refused_with_503_while_another_process_holds_the_write_lock(browser, keys, caplog):
     issued = keys.create("Acme", "free")
     await browser.log_in()

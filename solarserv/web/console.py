@@ -324,17 +324,17 @@ class KeysHandler(ConsoleHandler):
     async def _keys_page(self, **shown: Any) -> None:
         """The page: a key just created or a form refused, and one page of the keys, newest first (a store of
         thousands would otherwise be one page of megabytes, built while the process answers nothing else)."""
-        search = self.get_query_argument("q", "").strip()[:LABEL_MAX_LENGTH]  # none longer can match a label
-        number = self.get_query_argument("page", "1")
-        if not (number.isascii() and number.isdigit() and 0 < len(number) <= 6 and int(number) > 0):
+        search = _search(self.get_query_argument("q", ""))
+        number = _page_number(self.get_query_argument("page", "1"))
+        if number is None:
             raise tornado.web.HTTPError(400)
-        number = int(number)
         keys, total = self.services.keys.newest(KEYS_PER_PAGE, (number - 1) * KEYS_PER_PAGE, search)
         counts = await self.services.limiter.current_counts([key_counter(key) for key in keys])
         page = {"error": None, "error_field": None, "form": {"label": "", "tier": "free", "rpm": ""},
                 "new_key": None, "new_record": None, **shown}
         self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
-                    tiers=TIERS.values(), search=search, total=total, first=(number - 1) * KEYS_PER_PAGE + 1,
+                    tiers=TIERS.values(), search=search, page_number=number, total=total,
+                    first=(number - 1) * KEYS_PER_PAGE + 1,
                     newer=_page_link(number - 1, search) if number > 1 else None,
                     older=_page_link(number + 1, search) if number * KEYS_PER_PAGE < total else None, **page)
 
@@ -347,7 +347,21 @@ class KeyStatusHandler(ConsoleHandler):
             self.services.keys.set_status(int(key_id), ACTIVE if action == "activate" else INACTIVE)
         except KeyStoreError:
             raise tornado.web.HTTPError(404) from None
-        self.redirect(CONSOLE_PATH, status=303)
+        # Back to the page of keys the form was on (its search and page travel in the form), not the first of all.
+        search = _search(self.get_body_argument("q", ""))
+        number = _page_number(self.get_body_argument("page", "1")) or 1
+        self.redirect(_page_link(number, search) if search or number > 1 else CONSOLE_PATH, status=303)
+
+
+def _search(text: str) -> str:
+    return text.strip()[:LABEL_MAX_LENGTH]  # none longer can match a label
+
+
+def _page_number(text: str) -> int | None:
+    """A page of keys' number, or None when ``text`` is not one."""
+    if text.isascii() and text.isdigit() and 0 < len(text) <= 6 and int(text) > 0:
+        return int(text)
+    return None
 
 
 def _page_link(number: int, search: str) -> str:
