@@ -41,6 +41,7 @@ from solarserv.keys import (
 from solarserv.narration import Narrator, TemplateLoadError
 from solarserv.plugin_manager import PluginConflict
 from solarserv.request import FIELD_NAMES, parse_query_fields
+from solarserv.text import has_hidden_characters
 
 if TYPE_CHECKING:  # imported by the commands that use them, not by every one
     from solarserv.geo.discs import PlaceDiscs
@@ -170,10 +171,16 @@ def _check_before_binding(settings: Any) -> None:
     store it cannot use, a Redis that refuses REDIS_URL; and an admin token too short for a console on."""
     from solarserv.ratelimit import redis_refusal
 
-    if settings.console != "off" and settings.admin_token is not None and (
-            len(settings.admin_token) < config.ADMIN_TOKEN_MIN_LENGTH):
-        raise config.SettingsError(f"ADMIN_TOKEN=(hidden): must be at least {config.ADMIN_TOKEN_MIN_LENGTH} "
-                                   "characters, or set CONSOLE=off")
+    token = settings.admin_token
+    if settings.console != "off" and token is not None:
+        if len(token) < config.ADMIN_TOKEN_MIN_LENGTH:
+            raise config.SettingsError(f"ADMIN_TOKEN=(hidden): must be at least {config.ADMIN_TOKEN_MIN_LENGTH} "
+                                       "characters, or set CONSOLE=off")
+        # Compared as it is, such a token refused every login with the token the operator meant to set.
+        if token != token.strip() or has_hidden_characters(token):
+            raise config.SettingsError("ADMIN_TOKEN=(hidden): begins or ends with a space or holds a control "
+                                       "character (a carriage return from a file with Windows line ends?), which "
+                                       "the login form cannot be given")
     _check_data_dir(Path(settings.data_dir))
     _check_key_store(settings)
     # A Redis that refuses REDIS_URL would not mend by waiting, while every process counted on its own: a

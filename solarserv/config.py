@@ -188,8 +188,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("api_key_required", "API_KEY_REQUIRED", None, _bool, False,
             "true: every API request needs a valid X-API-Key."),
     Setting("admin_token", "ADMIN_TOKEN", None, str, None,
-            f"Console login token, at least {ADMIN_TOKEN_MIN_LENGTH} characters; unset: one is generated at start "
-            "and its login URL printed."),
+            f"Console login token, at least {ADMIN_TOKEN_MIN_LENGTH} characters, no control character, no space at "
+            "either end; unset: one is generated at start and its login URL printed."),
     Setting("console", "CONSOLE", "--console", _one_of(*CONSOLE_ACCESS), "local",
             "Who may open the operator console: local (connections from this machine: a browser here, an SSH "
             "tunnel, a proxy on this machine), any (every address: serve it behind TLS) or off (404)."),

@@ -63,6 +63,18 @@ def test_serve_refuses_an_admin_token_under_20_characters_without_showing_it(cap
     assert stopped.value.code == 7
 
 
+@pytest.mark.parametrize("token", ["s3cret-admin-token-0123\r", " s3cret-admin-token-0123", "s3cret-admin\ttoken-0123"],
+                         ids=["windows-line-end", "leading-space", "tab"])
+def test_serve_refuses_an_admin_token_no_one_can_type_into_the_login_form(capsys, data_dir, monkeypatch, token):
+    # Taken as it was, "That is not the admin token." answered every login with the token the operator set.
+    monkeypatch.setenv("ADMIN_TOKEN", token)
+    monkeypatch.setattr("solarserv.cli._bind", lambda settings: pytest.fail("serve went on to bind its port"))
+    status, _, err = run(capsys, data_dir, "serve", "--port", "0")
+    assert status == 2 and err.splitlines() == [
+        "solarserv: SettingsError: ADMIN_TOKEN=(hidden): begins or ends with a space or holds a control character "
+        "(a carriage return from a file with Windows line ends?), which the login form cannot be given"]
+
+
 def test_calc_prints_readable_text(capsys, data_dir):
     status, out, _ = run(capsys, data_dir, *PARIS_ARGS)
     assert status == 0
