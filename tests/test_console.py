@@ -236,6 +236,7 @@ async def test_by_default_the_console_answers_only_connections_from_this_machine
         reply = await http_server_client.fetch(path, network_interface=source, follow_redirects=False,
                                                raise_error=False)
         assert reply.code == 403 and "(<code>CONSOLE=local</code>)" in reply.body.decode(), path
+        assert 'href="/console"' not in reply.body.decode(), path  # "Back to the console": this same 403
         assert "solarserv_console" not in str(reply.headers.get_list("Set-Cookie"))  # the link did not log in
     refused = await http_server_client.fetch("/console/login", method="POST", body=f"token={ADMIN_TOKEN}",
                                              network_interface=source, follow_redirects=False, raise_error=False)
@@ -262,7 +263,10 @@ async def test_console_any_answers_every_address_and_off_none(app, http_server_c
     assert reply.code == 303 and reply.headers["Location"] == "/console"
     services.settings = dataclasses.replace(services.settings, console="off")
     for path in CONSOLE_PATHS:
-        assert (await http_server_client.fetch(path, follow_redirects=False, raise_error=False)).code == 404, path
+        reply = await http_server_client.fetch(path, follow_redirects=False, raise_error=False)
+        # It offered "Back to the console", the same 404, and no word of why.
+        assert reply.code == 404 and "(<code>CONSOLE=off</code>)" in reply.body.decode(), path
+        assert 'href="/console"' not in reply.body.decode(), path
     for path in ("/console/login", "/console/logout", "/console"):  # a form too, before its token is checked
         posted = await http_server_client.fetch(path, method="POST", body="token=x", raise_error=False)
         assert posted.code == 404, path

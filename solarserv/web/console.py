@@ -192,7 +192,8 @@ class ConsoleHandler(BaseHandler):
         self.current_user = None
         self.render("console_error.html", status=status_code,
                     reason=tornado.httputil.responses.get(status_code, "Error"),
-                    remote=status_code == 403 and self._refused_as_remote())
+                    remote=status_code == 403 and self._refused_as_remote(),
+                    off=self.services.settings.console == "off")
 
     def _refuse_unless_served(self) -> None:
         """CONSOLE=off: 404 on every console path; CONSOLE=local: 403 to a client elsewhere."""
