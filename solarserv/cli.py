@@ -519,6 +519,9 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
 
 def change_key_status(settings: Any, args: argparse.Namespace) -> int:
     with _key_store(settings) as store:
-        key = store.set_status(store.find(args.reference).id, args.status)
-    print(f"Key {key.id} ({key.preview}, {key.label!r}) is now {key.status}.")
+        key = store.find(args.reference)
+        already = key.status == args.status
+        if not already:
+            key = store.set_status(key.id, args.status)
+    print(f"Key {key.id} ({key.preview}, {key.label!r}) {'was already' if already else 'is now'} {key.status}.")
     return 0

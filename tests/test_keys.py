@@ -442,6 +442,9 @@ def test_cli_deactivates_by_preview_and_activates_by_id(capsys, tmp_path):
         assert store.active_key(created["key"]) is not None
     status, out, _ = run(capsys, tmp_path, "deactivate", created["key"])
     assert status == 0 and out == f"Key {created['id']} ({created['preview']}, 'Acme') is now inactive.\n"
+    # A second time it changes nothing, and says so: "is now inactive" read as if it had been active until then.
+    status, out, _ = run(capsys, tmp_path, "deactivate", str(created["id"]))
+    assert status == 0 and out == f"Key {created['id']} ({created['preview']}, 'Acme') was already inactive.\n"
     status, _, err = run(capsys, tmp_path, "deactivate", "tst_none")
     assert status == 1 and "No key has the id or preview 'tst_none'" in err
 
