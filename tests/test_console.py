@@ -425,6 +425,19 @@ async def test_the_login_form(browser):
 async def test_a_wrong_token_is_told_and_gives_no_session(browser):
     reply = await browser.post("/console/login", {"token": ADMIN_TOKEN + "x"})
     assert reply.code == 403 and "That is not the admin token." in browser.text(reply)
+
+
+async def test_a_login_link_of_an_earlier_run_says_that_each_start_makes_a_new_one(browser, app):
+    services = app.settings["services"]
+    services.console = dataclasses.replace(services.console, admin_token="generated-at-this-start-0123",
+                                           token_generated=True)
+    # Yesterday's link, kept in a browser's history: "That is not the admin token." and no word of why.
+    reply = await browser.get("/console/login?" + urlencode({"token": "generated-at-an-earlier-start"}))
+    assert reply.code == 403 and (
+        "That is not the admin token. A login link works until the server stops: use the one it printed at its "
+        "latest start.") in browser.text(reply)
+    typed = await browser.post("/console/login", {"token": "generated-at-an-earlier-start"})
+    assert "That is not the admin token.</p>" in browser.text(typed)
     assert SESSION_COOKIE not in browser.cookies
 
 

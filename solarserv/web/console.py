@@ -236,7 +236,7 @@ class LoginHandler(ConsoleHandler):
     async def get(self) -> None:
         token = self.get_query_argument("token", None)
         if token is not None:  # the one-time login link
-            await self._log_in(token)
+            await self._log_in(token, by_link=True)
         elif self.current_user:
             self.redirect(local_path(self.get_query_argument("next", None)))
         else:
@@ -253,7 +253,7 @@ class LoginHandler(ConsoleHandler):
     async def post(self) -> None:
         await self._log_in(self.get_body_argument("token", ""))
 
-    async def _log_in(self, token: str) -> None:
+    async def _log_in(self, token: str, by_link: bool = False) -> None:
         attempts = await self.services.limiter.hit(
             f"console-login:{counted_address(client_ip(self.request, self.services.settings.trust_proxy))}",
             LOGIN_ATTEMPTS_PER_MINUTE)
@@ -262,7 +262,11 @@ class LoginHandler(ConsoleHandler):
             self._login_page(f"Too many login attempts from your address; try again in "
                              f"{attempts.retry_after} seconds.", status=429)
         elif not hmac.compare_digest(token.encode(), self.services.console.admin_token.encode()):
-            self._login_page("That is not the admin token.", status=403, token_refused=True)
+            # A link kept from an earlier run (a browser's history) holds a token generated for that run alone.
+            stale_link = by_link and self.services.console.token_generated
+            self._login_page("That is not the admin token." + (
+                " A login link works until the server stops: use the one it printed at its latest start."
+                if stale_link else ""), status=403, token_refused=True)
         else:
             session_id = self.services.keys.start_session(SESSION_DAYS * 24 * 3600)
             self.set_signed_cookie(SESSION_COOKIE, self.services.console.session_cookie(session_id),
