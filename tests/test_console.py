@@ -607,8 +607,8 @@ async def test_the_listing_shows_requests_in_the_current_window(browser, api, ke
 
 
 def labels_listed(page: str) -> list[str]:
-    return [re.sub(r"<[^>]+>", "", row.split("<td>")[1].split("</td>")[0]).strip()
-            for row in page.split("<tr")[1:] if "<td>" in row]
+    return [re.sub(r"<[^>]+>", "", row.split('<td class="label">')[1].split("</td>")[0]).strip()
+            for row in page.split("<tr")[1:] if '<td class="label">' in row]
 
 
 async def test_the_keys_are_listed_a_page_at_a_time_newest_first_and_can_be_found(browser, keys):

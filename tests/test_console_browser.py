@@ -84,6 +84,16 @@ def test_the_key_list_fits_a_320_px_screen_only_the_table_scrolling(browser, con
         assert table_width > shown_width
 
 
+def test_the_longest_labels_leave_every_column_in_view_on_a_desktop_screen(browser, console_url, keys):
+    # A label of 100 characters without a space pushed the status and the buttons out of the table's view, on
+    # every row: the operator scrolled sideways to deactivate any key.
+    keys.create("Wolfeschlegelsteinhausenbergerdorff" * 2 + "Wolfeschlegelsteinhausenberger", "free")
+    keys.create("Observatory " * 8, "free")
+    with console_page(browser, console_url) as page:
+        table_width, shown_width = widths(page, ".table-wrap")
+        assert table_width == shown_width
+
+
 def test_the_rpm_field_is_enabled_for_the_tiers_that_take_one(browser, console_url, monkeypatch):
     """console.js: the field follows the data the page carries, for any tier table."""
     monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
