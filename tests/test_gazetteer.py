@@ -554,7 +554,9 @@ def test_the_build_command_refuses_a_data_dir_it_cannot_write_in_one_line(tmp_pa
     refused = subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", str(tmp_path / "a-file")],
                              capture_output=True, text=True, timeout=60)
     assert (refused.returncode, refused.stdout) == (1, "")
-    assert refused.stderr == f"error: cannot build the gazetteer index in {tmp_path / 'a-file'}: File exists\n"
+    # mkdir's own words were "File exists", which read as if the index were there already.
+    assert refused.stderr == (f"error: cannot build the gazetteer index in {tmp_path / 'a-file'}: it is not a "
+                              "directory\n")
 
 
 def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplog):
@@ -569,7 +571,7 @@ def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplo
     # In one line holding the builder's reason, as `serve` and `calc` print it: no traceback of the child's exit.
     [failed] = [record for record in caplog.records if record.levelname == "ERROR"]
     assert failed.getMessage() == f"building the gazetteer index failed: cannot build the gazetteer index in " \
-                                  f"{not_a_directory}: File exists"
+                                  f"{not_a_directory}: it is not a directory"
     assert failed.exc_info is None and "Traceback" not in caplog.text
     assert [error.__context__ for error in errors] == [None, None]
     assert describe(geocoder, 48.8584, 2.2945) is None  # coordinates are still answered, as themselves

@@ -357,8 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(ensure_index(data_dir))
     except (OSError, sqlite3.Error) as exc:  # a data dir this user cannot write, a file in its place, a full disk
-        print(f"error: cannot build the gazetteer index in {data_dir}: {getattr(exc, 'strerror', None) or exc}",
-              file=sys.stderr)
+        # A file in its place is "File exists" in mkdir's words, which read as if the index were there already.
+        reason = "it is not a directory" if isinstance(exc, FileExistsError) else (
+            getattr(exc, "strerror", None) or exc)
+        print(f"error: cannot build the gazetteer index in {data_dir}: {reason}", file=sys.stderr)
         return 1
     return 0
 
