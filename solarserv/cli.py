@@ -41,7 +41,7 @@ from solarserv.keys import (
 from solarserv.narration import Narrator, TemplateLoadError
 from solarserv.plugin_manager import PluginConflict
 from solarserv.request import FIELD_NAMES, parse_query_fields
-from solarserv.text import has_hidden_characters
+from solarserv.text import has_hidden_characters, terminal_width
 
 if TYPE_CHECKING:  # imported by the commands that use them, not by every one
     from solarserv.geo.discs import PlaceDiscs
@@ -511,9 +511,11 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
     rows = [("ID", "Label", "Key preview", "Tier", "RPM", "Created", "Status")]
     rows += [(str(key.id), key.label, key.preview, key.tier, str(key.rpm), key.created, key.status)
              for key in keys]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    # Padded by the columns a terminal gives each cell: a label in Chinese takes two a character, not one.
+    widths = [max(terminal_width(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        print("  ".join(cell + " " * (width - terminal_width(cell))
+                        for cell, width in zip(row, widths, strict=True)).rstrip())
     return 0
 
 

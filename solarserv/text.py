@@ -1,5 +1,6 @@
 """Free text that people type and others read back (place names, API-key labels): what it may not hold, and
-how a message or a log line shows what a client sent (``shortened``, ``escaped``)."""
+how a message or a log line shows what a client sent (``shortened``, ``escaped``), and how wide a terminal
+shows it (``terminal_width``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ def has_hidden_characters(text: str) -> bool:
     # Every hidden character is one str.isprintable() refuses (Unicode's "Other" and "Separator" but the space), so
     # a printable text, nearly every one, is decided in C; a character at a time cost 70 µs on an answer's texts.
     return not text.isprintable() and any(_hidden(character) for character in text)
+
+
+def terminal_width(text: str) -> int:
+    """The columns ``text`` takes on a terminal, as wcswidth counts them: two for a wide or full-width character
+    (CJK, most emoji), none for a combining mark or a format character (a zero-width joiner), one for the rest."""
+    return sum(0 if unicodedata.combining(character) or unicodedata.category(character) == "Cf"
+               else 2 if unicodedata.east_asian_width(character) in "WF" else 1 for character in text)
 
 
 def without_hidden_characters(text: str) -> str:

@@ -402,6 +402,23 @@ def test_cli_create_without_json_shows_the_key_and_says_it_is_shown_once(capsys,
     assert key not in out and key[:8] + "…" in out and "Acme" in out and "free" in out
 
 
+def test_cli_list_lines_up_its_columns_on_a_terminal_whatever_the_labels_letters(capsys, tmp_path):
+    # A character of East Asian width takes two columns of a terminal, a combining accent none: counted as one
+    # each, the previews of those rows stood a column or two off the others'.
+    for label in ("Acme", "日時計 Sundial", "🌞 Sol", "Cafe\u0301 Soleil"):
+        run(capsys, tmp_path, "create", "--label", label, "--tier", "free")
+    status, out, _ = run(capsys, tmp_path, "list")
+    out = re.sub(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", "YYYY-MM-DD", re.sub(r"tst_.{4}…", "tst_abcd…", out))
+    # The widest label, 日時計 Sundial, takes 14 columns; each label is followed by spaces to 14, then two.
+    assert status == 0 and out.splitlines() == [
+        "ID  Label" + " " * 11 + "Key preview  Tier  RPM  Created     Status",
+        "1   Acme" + " " * 12 + "tst_abcd…    free  10   YYYY-MM-DD  active",
+        "2   日時計 Sundial" + " " * 2 + "tst_abcd…    free  10   YYYY-MM-DD  active",
+        "3   🌞 Sol" + " " * 10 + "tst_abcd…    free  10   YYYY-MM-DD  active",
+        "4   Cafe\u0301 Soleil" + " " * 5 + "tst_abcd…    free  10   YYYY-MM-DD  active",
+    ]
+
+
 def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(capsys, tmp_path, monkeypatch):
     monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
     with pytest.raises(SystemExit):
