@@ -495,7 +495,7 @@ def create_key(settings: Any, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"key": issued.key, **record.public_fields()}, ensure_ascii=False))
     else:
-        print(f"Key {record.id} for {record.label!r}: {record.tier}, {record.rpm} requests per minute, "
+        print(f"Key {record.id} for “{record.label}”: {record.tier}, {record.rpm} requests per minute, "
               f"{record.status}.\n\n    {issued.key}\n\n"
               "This is the only time the full key is shown (only its hash is stored). "
               "Clients send it in the X-API-Key header.")
@@ -525,5 +525,6 @@ def change_key_status(settings: Any, args: argparse.Namespace) -> int:
         already = key.status == args.status
         if not already:
             key = store.set_status(key.id, args.status)
-    print(f"Key {key.id} ({key.preview}, {key.label!r}) {'was already' if already else 'is now'} {key.status}.")
+    # A label holds no control character (keys.py refuses them): written as it is, quoted as the console does.
+    print(f"Key {key.id} ({key.preview}, “{key.label}”) {'was already' if already else 'is now'} {key.status}.")
     return 0

@@ -393,6 +393,15 @@ def test_cli_create_prints_the_key_once_as_json(capsys, tmp_path):
     assert created["key"] not in out and "digest" not in out
 
 
+def test_cli_quotes_a_label_as_it_was_given(capsys, tmp_path):
+    # Quoted as Python writes a string, an apostrophe beside a double quote came out escaped: 'O\'Brien & "Sons"'.
+    label = 'O\'Brien & "Sons"'
+    status, out, _ = run(capsys, tmp_path, "create", "--label", label, "--tier", "free")
+    assert status == 0 and out.startswith("Key 1 for “O'Brien & \"Sons\"”: free, 10 requests per minute, active.")
+    status, out, _ = run(capsys, tmp_path, "deactivate", "1")
+    assert status == 0 and out.endswith(", “O'Brien & \"Sons\"”) is now inactive.\n")
+
+
 def test_cli_create_without_json_shows_the_key_and_says_it_is_shown_once(capsys, tmp_path):
     status, out, _ = run(capsys, tmp_path, "create", "--label", "Acme", "--tier", "free")
     assert status == 0
@@ -458,10 +467,10 @@ def test_cli_deactivates_by_preview_and_activates_by_id(capsys, tmp_path):
     with opened(tmp_path) as store:
         assert store.active_key(created["key"]) is not None
     status, out, _ = run(capsys, tmp_path, "deactivate", created["key"])
-    assert status == 0 and out == f"Key {created['id']} ({created['preview']}, 'Acme') is now inactive.\n"
+    assert status == 0 and out == f"Key {created['id']} ({created['preview']}, “Acme”) is now inactive.\n"
     # A second time it changes nothing, and says so: "is now inactive" read as if it had been active until then.
     status, out, _ = run(capsys, tmp_path, "deactivate", str(created["id"]))
-    assert status == 0 and out == f"Key {created['id']} ({created['preview']}, 'Acme') was already inactive.\n"
+    assert status == 0 and out == f"Key {created['id']} ({created['preview']}, “Acme”) was already inactive.\n"
     status, _, err = run(capsys, tmp_path, "deactivate", "tst_none")
     assert status == 1 and "No key has the id or preview 'tst_none'" in err
 
