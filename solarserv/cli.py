@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = config.load(flags=vars(args))
     except config.SettingsError as exc:
-        parser.error(str(exc))
+        # A value, often from the environment, not the command line's shape: one line, without the usage of the
+        # top command that parser.error prints first.
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     configure_logging(settings)
     try:
         return args.command(settings, args)

@@ -487,11 +487,18 @@ def test_the_cli_refuses_a_data_dir_without_a_key_store_except_to_create_one(cap
     assert status == 0 and err == ""
 
 
-def test_a_bad_setting_is_one_line_not_a_traceback(capsys, tmp_path):
+def test_a_bad_setting_is_one_line_not_a_traceback(capsys, tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as exited:
         main(["keys", "list", "--data-dir", str(tmp_path), "--log-level", "bogus"])
     assert exited.value.code == 2
-    assert "must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got 'bogus'" in capsys.readouterr().err
+    # One line: argparse's usage of the top command came first, for a value and not the command line's shape.
+    assert capsys.readouterr().err == ("solarserv: error: --log-level='bogus': must be one of DEBUG, INFO, WARNING, "
+                                       "ERROR, CRITICAL, got 'bogus'\n")
+    monkeypatch.setenv("PORT", "abc")
+    with pytest.raises(SystemExit) as exited:
+        main(["keys", "list", "--data-dir", str(tmp_path)])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "solarserv: error: PORT='abc': must be a whole number, got 'abc'\n"
 
 
 # A key store that cannot be used as it is: one line naming it and why, not a traceback.
