@@ -503,6 +503,23 @@ async def test_logging_out_ends_the_session(browser):
     assert (await browser.get("/console")).code == 302
 
 
+async def test_logging_out_of_a_session_already_ended_goes_to_the_login_page(browser, keys):
+    # A second tab's "Log out" after the first's, or one pressed after the session expired, was a 403 error page
+    # ("sent without a valid session or XSRF token"), as if the logout had failed.
+    await browser.log_in()
+    form_token = await browser.form_token()  # the console page's forms, as the second tab holds them
+    assert (await browser.post("/console/logout")).code == 303
+    reply = await browser.post("/console/logout", {"_xsrf": form_token}, xsrf=False)
+    assert reply.code == 303 and reply.headers["Location"] == "/console/login"
+    await browser.log_in()
+    form_token = await browser.form_token()
+    with sqlite3.connect(keys.path) as database:  # the session expires
+        database.execute("update console_sessions set expires = 0")
+    reply = await browser.post("/console/logout", {"_xsrf": form_token}, xsrf=False)
+    assert reply.code == 303 and reply.headers["Location"] == "/console/login"
+    assert SESSION_COOKIE not in browser.cookies
+
+
 async def test_logging_out_ends_the_session_for_every_copy_of_the_cookie_in_every_process(browser, sibling):
     await browser.log_in()
     copy = Browser(browser.client)

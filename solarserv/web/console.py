@@ -282,11 +282,19 @@ class LoginHandler(ConsoleHandler):
 
 
 class LogoutHandler(ConsoleHandler):
-    access = Access.ADMIN
+    # Public: a session already ended (by another tab's logout, or its expiry) is logged out of as one that is
+    # live, to the login page; as admin-only, its button answered 403 as if the logout had failed. Without a
+    # session it changes nothing, so its form's token is checked only with one.
+    access = Access.PUBLIC
+
+    def check_form_token(self) -> None:
+        if self.current_user:
+            super().check_form_token()
 
     def post(self) -> None:
-        # Ended in the store, not just forgotten by this browser: a copy of the cookie no longer admits.
-        self.services.keys.end_session(self.current_user)
+        if self.current_user:
+            # Ended in the store, not just forgotten by this browser: a copy of the cookie no longer admits.
+            self.services.keys.end_session(self.current_user)
         self.clear_cookie(SESSION_COOKIE)
         self.redirect(LOGIN_PATH, status=303)
 
