@@ -150,9 +150,9 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
 
     _check_before_binding(settings)
     narrator = _load_code(settings)
+    console = ConsoleSecrets.load(settings)
     _raise_open_file_limit()
     sockets = _bind(settings)
-    console = ConsoleSecrets.load(settings)
     worker = towns = None
     if settings.processes > 1:
         worker, towns, sockets = _fork_workers(settings, sockets)

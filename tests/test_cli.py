@@ -75,6 +75,17 @@ def test_serve_refuses_an_admin_token_no_one_can_type_into_the_login_form(capsys
         "(a carriage return from a file with Windows line ends?), which the login form cannot be given"]
 
 
+def test_serve_refuses_an_empty_cookie_secret_in_one_line_before_it_binds(capsys, tmp_path, monkeypatch):
+    # Emptied (`: > cookie_secret`, to end every session, or a disk that filled as it was made), it was taken: the
+    # server started, and every console page was a 500 ("You must define the 'cookie_secret' setting").
+    (tmp_path / "cookie_secret").write_text("\n")
+    monkeypatch.setattr("solarserv.cli._bind", lambda settings: pytest.fail("serve went on to bind its port"))
+    status, _, err = run(capsys, tmp_path, "serve", "--port", "0")
+    assert status == 2 and err.splitlines() == [
+        f"solarserv: SettingsError: {tmp_path / 'cookie_secret'} is empty: delete it, and a new secret is made at "
+        "the next start (ending every console session)"]
+
+
 def test_calc_prints_readable_text(capsys, data_dir):
     status, out, _ = run(capsys, data_dir, *PARIS_ARGS)
     assert status == 0

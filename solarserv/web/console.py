@@ -33,6 +33,7 @@ from urllib.parse import urlencode, urlsplit
 import tornado.httputil
 import tornado.web
 
+from solarserv.config import SettingsError
 from solarserv.keys import ACTIVE, INACTIVE, LABEL_MAX_LENGTH, TIERS, KeyStoreBusy, KeyStoreError
 from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
@@ -112,7 +113,7 @@ def persisted_secret(path: Path) -> str:
     that won, never a half-written file.
     """
     try:
-        return path.read_text().strip()
+        return _secret_in(path)
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +127,15 @@ def persisted_secret(path: Path) -> str:
         pass  # another process got there first; use its secret
     finally:
         draft.unlink()
-    return path.read_text().strip()
+    return _secret_in(path)
+
+
+def _secret_in(path: Path) -> str:
+    secret = path.read_text().strip()
+    if not secret:  # Tornado would refuse it at every console page, a 500 each
+        raise SettingsError(f"{path} is empty: delete it, and a new secret is made at the next start (ending every "
+                            "console session)")
+    return secret
 
 
 class ConsoleHandler(BaseHandler):
