@@ -372,6 +372,18 @@ def test_a_key_store_serve_cannot_write_stops_it_before_it_binds(new_data_dir):
                            "attempt to write a readonly database.\n")
 
 
+def test_a_cookie_secret_serve_cannot_read_stops_it_in_one_line(new_data_dir):
+    # As one left by a `sudo solarserv serve` for the service's user: a traceback of PermissionError.
+    (new_data_dir / "cookie_secret").write_text("a-secret-of-another-user\n")
+    (new_data_dir / "cookie_secret").chmod(0o000)
+    done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "serve", "--port", "0",
+                                               "--data-dir", str(new_data_dir)]),
+                          capture_output=True, text=True, timeout=60, env=config.without_settings(os.environ))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"solarserv: SettingsError: {new_data_dir / 'cookie_secret'} cannot be read: Permission "
+                           "denied\n")
+
+
 def test_serve_help_lists_the_settings_that_have_no_flag(capsys):
     with pytest.raises(SystemExit):
         main(["serve", "--help"])

@@ -131,7 +131,12 @@ def persisted_secret(path: Path) -> str:
 
 
 def _secret_in(path: Path) -> str:
-    secret = path.read_text().strip()
+    try:
+        secret = path.read_text().strip()
+    except FileNotFoundError:
+        raise  # persisted_secret makes one
+    except OSError as exc:  # one left by another user (`sudo solarserv serve`), mode 0600; a directory
+        raise SettingsError(f"{path} cannot be read: {exc.strerror or exc}") from None
     if not secret:  # Tornado would refuse it at every console page, a 500 each
         raise SettingsError(f"{path} is empty: delete it, and a new secret is made at the next start (ending every "
                             "console session)")
