@@ -510,6 +510,9 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([key.public_fields() for key in keys], ensure_ascii=False, indent=2))
         return 0
+    if not keys:  # naming the store read, which may not be the servers' (a --data-dir mistyped)
+        print(f"No keys in {store.path} yet: `solarserv keys create` issues one.")
+        return 0
     rows = [("ID", "Label", "Key preview", "Tier", "RPM", "Created", "Status")]
     rows += [(str(key.id), key.label, key.preview, key.tier, str(key.rpm), key.created, key.status)
              for key in keys]

@@ -487,6 +487,15 @@ def test_the_cli_refuses_a_data_dir_without_a_key_store_except_to_create_one(cap
     assert status == 0 and err == ""
 
 
+def test_cli_list_of_a_store_without_keys_says_so_naming_the_store(capsys, tmp_path):
+    # A server's first start makes the store; `list` printed only its header row, on a data dir that may be
+    # the wrong one.
+    KeyStore.open(tmp_path).close()
+    status, out, _ = run(capsys, tmp_path, "list")
+    assert (status, out) == (0, f"No keys in {tmp_path / 'keys.db'} yet: `solarserv keys create` issues one.\n")
+    assert json.loads(run(capsys, tmp_path, "list", "--json")[1]) == []
+
+
 def test_a_bad_setting_is_one_line_not_a_traceback(capsys, tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as exited:
         main(["keys", "list", "--data-dir", str(tmp_path), "--log-level", "bogus"])
