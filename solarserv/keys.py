@@ -271,7 +271,7 @@ class KeyStore:
     @_explained
     def active_key(self, key: str) -> ApiKey | None:
         """The active key ``key`` is, or None when it is unknown, malformed or deactivated."""
-        if not _KEY_PATTERN.fullmatch(key):
+        if not is_whole_key(key):
             return None
         # Found by its preview, which is not secret; the secret-derived digest is compared in constant time.
         for row in self._db.query("select * from keys where preview = ?", [_preview(key)]):
@@ -286,9 +286,12 @@ class KeyStore:
     @_explained
     def newest(self, limit: int, offset: int = 0, containing: str = "") -> tuple[list[ApiKey], int]:
         """One page of keys, newest first, and how many there are in all: every key, or those whose label or
-        preview holds ``containing`` (ASCII letters in any case, as SQLite's LIKE compares them)."""
+        preview holds ``containing`` (ASCII letters in any case, as SQLite's LIKE compares them), or the key that
+        ``containing`` is whole (by its digest, as ``find`` takes it)."""
         where, arguments = "", []
-        if containing:
+        if is_whole_key(containing):
+            where, arguments = " where digest = ?", [_digest(containing)]
+        elif containing:
             pattern = "%" + re.sub(r"([\\%_])", r"\\\1", containing) + "%"  # the text itself, not a pattern
             where, arguments = r" where label like ? escape '\' or preview like ? escape '\'", [pattern, pattern]
         total = next(self._db.query(f"select count(*) as total from keys{where}", arguments))["total"]
@@ -301,7 +304,7 @@ class KeyStore:
         """A key by its id (``3``), preview (``tst_abcd…``, the ellipsis optional) or whole self (as a client reports
         it, or a leak shows it: found by its digest, so a key that only shares its preview is not it)."""
         reference = reference.strip()
-        whole_key = _KEY_PATTERN.fullmatch(reference) is not None
+        whole_key = is_whole_key(reference)
         if whole_key:
             rows = list(self._db.query("select * from keys where digest = ?", [_digest(reference)]))
         elif reference.isascii() and reference.isdigit():
@@ -358,6 +361,11 @@ class KeyStore:
     def end_session(self, session_id: str) -> None:
         with self._writing():
             self._db.execute("delete from console_sessions where id = ?", [session_id])
+
+
+def is_whole_key(text: str) -> bool:
+    """Whether ``text`` has a key's form (``tst_`` and 43 characters), not just its preview's."""
+    return _KEY_PATTERN.fullmatch(text) is not None
 
 
 def checked_key_fields(label: str, tier: str, rpm: int | None) -> tuple[str, str, int]:

@@ -651,6 +651,14 @@ async def test_the_keys_are_listed_a_page_at_a_time_newest_first_and_can_be_foun
     preview = keys.newest(1)[0][0].preview
     assert labels_listed(browser.text(await browser.get("/console?" + urlencode({"q": preview[:-1]})))) == [
         "Client 230"]
+    # A whole key, as a client reports it, finds its own key, and only it: it was "No keys hold …".
+    issued = keys.create("Reported by a client", "free")
+    whole = browser.text(await browser.get("/console?" + urlencode({"q": issued.key})))
+    assert labels_listed(whole) == ["Reported by a client"]
+    assert "Keys 1–1 of 1, newest first (the key searched for, given whole)." in whole
+    another = issued.key[:-1] + ("A" if issued.key[-1] != "A" else "B")  # its preview, another key
+    not_found = browser.text(await browser.get("/console?" + urlencode({"q": another})))
+    assert labels_listed(not_found) == [] and "No key is the key searched for, given whole." in not_found
     nothing = browser.text(await browser.get("/console?q=nobody"))
     assert "No keys hold “nobody” in their label or preview." in nothing
     for page in ("0", "-1", "abc", "9" * 40):

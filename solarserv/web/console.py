@@ -34,7 +34,15 @@ import tornado.httputil
 import tornado.web
 
 from solarserv.config import SettingsError
-from solarserv.keys import ACTIVE, INACTIVE, LABEL_MAX_LENGTH, TIERS, KeyStoreBusy, KeyStoreError
+from solarserv.keys import (
+    ACTIVE,
+    INACTIVE,
+    LABEL_MAX_LENGTH,
+    TIERS,
+    KeyStoreBusy,
+    KeyStoreError,
+    is_whole_key,
+)
 from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
 from solarserv.web.base import CONSOLE_PATH, BaseHandler
@@ -360,8 +368,8 @@ class KeysHandler(ConsoleHandler):
         page = {"error": None, "error_field": None, "form": {"label": "", "tier": "free", "rpm": ""},
                 "new_key": None, "new_record": None, **shown}
         self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
-                    tiers=TIERS.values(), search=search, page_number=number, total=total,
-                    first=(number - 1) * KEYS_PER_PAGE + 1,
+                    tiers=TIERS.values(), search=search, whole_key=is_whole_key(search), page_number=number,
+                    total=total, first=(number - 1) * KEYS_PER_PAGE + 1,
                     newer=_page_link(number - 1, search) if number > 1 else None,
                     older=_page_link(number + 1, search) if number * KEYS_PER_PAGE < total else None, **page)
 
