@@ -35,6 +35,10 @@ RECHECK_INTERVAL_SECONDS = 2.0
 # A healthy Redis answers in well under a millisecond; these bound what a hung one can cost a request.
 REDIS_CONNECT_TIMEOUT_SECONDS = 0.25
 REDIS_COMMAND_TIMEOUT_SECONDS = 0.5
+# Connections a process keeps to Redis. A burst waits for one of these rather than opening one per request in
+# flight: hundreds of connects at once outlasted the connect timeout on a busy machine, and redis-py 8 refuses
+# the 101st connection outright; either was a false outage. Ten serve a burst of 500 in 50-260 ms (README).
+REDIS_MAX_CONNECTIONS = 10
 REDIS_KEY_PREFIX = "solarserv:rate"
 
 
@@ -99,29 +103,44 @@ class RedisCounters:
 
     def __init__(self, url: str) -> None:
         self.where = config.redis_url_shown(url)
-        self._client = redis.asyncio.Redis.from_url(
+        self._client = redis.asyncio.Redis.from_pool(redis.asyncio.BlockingConnectionPool.from_url(
             url,
+            max_connections=REDIS_MAX_CONNECTIONS,
+            timeout=None,  # the wait for a connection is bounded by each exchange's deadline (_answer)
             socket_connect_timeout=REDIS_CONNECT_TIMEOUT_SECONDS,
             socket_timeout=REDIS_COMMAND_TIMEOUT_SECONDS,
             # One immediate retry replaces a pooled connection that died with a Redis restart; redis-py's
             # default (three retries with backoff) would make every request wait out an outage. Not after a
             # timeout, which would double what a hung Redis costs a request.
             retry=Retry(NoBackoff(), retries=1, supported_errors=(redis.exceptions.ConnectionError,)),
-        )
+        ))
         # Sent by its SHA1 (EVALSHA); redis-py loads it again when Redis has forgotten it (a restart).
         self._increment = self._client.register_script(_INCREMENT_SCRIPT)
 
     async def increment(self, name: str, window: int) -> int:
-        return int(await self._increment(keys=[_redis_key(name, window)], args=[2 * WINDOW_SECONDS]))
+        return int(await self._answer(self._increment(keys=[_redis_key(name, window)], args=[2 * WINDOW_SECONDS])))
 
     async def peek(self, names: Sequence[str], window: int) -> list[int]:
         if not names:
             return []
-        values = await self._client.mget([_redis_key(name, window) for name in names])
+        values = await self._answer(self._client.mget([_redis_key(name, window) for name in names]))
         return [int(value or 0) for value in values]
 
     async def ping(self) -> None:
-        await self._client.ping()
+        await self._answer(self._client.ping())
+
+    @staticmethod
+    async def _answer(exchange: Awaitable[Any]) -> Any:
+        """Await one exchange with Redis, the wait for a pooled connection included, for no longer than a hung
+        Redis costs a request on a connection of its own: while a hung Redis holds every pooled connection, the
+        requests queued behind them would otherwise wait out the command timeout once for the connection and
+        once more on it."""
+        try:
+            async with asyncio.timeout(REDIS_COMMAND_TIMEOUT_SECONDS):
+                return await exchange
+        except TimeoutError as exc:
+            raise redis.exceptions.TimeoutError(
+                f"no answer from Redis within {REDIS_COMMAND_TIMEOUT_SECONDS:g} s") from exc
 
     async def close(self) -> None:
         await self._client.aclose()
