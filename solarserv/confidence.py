@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from solarserv.geo.zones import record_of_another_place
 from solarserv.models import CivilInstant, Confidence, Location
 
 FUTURE_HORIZON_YEARS = 10
@@ -26,6 +27,10 @@ def assess(location: Location, civil: CivilInstant, today: dt.date) -> Confidenc
     if civil.local_mean_time:
         rules.append(("LOW", "the zone was still on local mean time on this date; its offset is a "
                              "reconstruction by the tz database"))
+    record_of = record_of_another_place(civil.zone)
+    if record_of is not None and date < RELIABLE_TZDATA_FROM:
+        rules.append(("LOW", f"tzdata keeps no record of its own for {civil.zone} before 1970; the clocks used "
+                             f"are {record_of}'s"))
     if date > _years_after(today, FUTURE_HORIZON_YEARS):
         rules.append(("LOW", f"the date is more than {FUTURE_HORIZON_YEARS} years ahead; the zone's "
                              "civil-time rules may change before then"))

@@ -150,6 +150,17 @@ async def test_paris_1905_uses_the_exact_local_mean_time_offset(api):
     assert "+00:09:21" in result["summary"] + result["historical_context"] + result["solar_context"]
 
 
+async def test_amsterdam_1900_is_low_on_brussels_record(api):
+    # tzdata merged Amsterdam's zone into Brussels's (they agree since 1970): in 1900 it gives Brussels's
+    # +00:00, while Amsterdam kept its own mean time, +00:19:32.
+    result = (await post(api, {"date": "1900-06-01", "local_time": "12:00", "latitude": 52.3676,
+                               "longitude": 4.9041})).json()
+    assert (result["timezone"], result["utc_offset"]) == ("Europe/Amsterdam", "+00:00")
+    assert result["confidence"] == "LOW"
+    assert ("LOW: tzdata keeps no record of its own for Europe/Amsterdam before 1970; the clocks used are "
+            "Europe/Brussels's") in result["validation"]
+
+
 async def test_ambiguous_local_time_uses_the_first_occurrence_and_says_so(api):
     result = (await post(api, {"date": "2026-11-01", "local_time": "01:30", "latitude": 40.7128,
                                "longitude": -74.006})).json()

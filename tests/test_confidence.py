@@ -14,6 +14,8 @@ from solarserv.models import Location
 TODAY = dt.date(2026, 11, 21)
 PARIS = Location(place_name="48.8566°N, 2.3522°E", display_name="Paris", latitude=48.8566, longitude=2.3522,
                  country_code="FR", timezone="Europe/Paris", source="coordinates")
+AMSTERDAM = Location(place_name="52.3676°N, 4.9041°E", display_name="Amsterdam", latitude=52.3676,
+                     longitude=4.9041, country_code="NL", timezone="Europe/Amsterdam", source="coordinates")
 
 
 def level(location: Location, date: str, time: str = "12:00", zone: str = "Europe/Paris"):
@@ -32,6 +34,8 @@ def test_coordinates_in_a_certain_zone_on_a_modern_date_are_high():
      "12:00", "Antarctica/Troll", "LOW", "no local time"),
     (PARIS, "2040-01-01", "12:00", "Europe/Paris", "LOW", "more than 10 years ahead"),
     (dataclasses.replace(PARIS, latitude=89.5), "2026-07-14", "12:00", "Europe/Paris", "LOW", "pole"),
+    (AMSTERDAM, "1900-06-01", "12:00", "Europe/Amsterdam", "LOW", "tzdata keeps no record of its own for "
+     "Europe/Amsterdam before 1970; the clocks used are Europe/Brussels's"),
     (PARIS, "1950-06-01", "12:00", "Europe/Paris", "MEDIUM", "before 1970"),
     (PARIS, "2026-10-25", "02:30", "Europe/Paris", "MEDIUM", "occurs twice"),
     (dataclasses.replace(PARIS, source="geocoded"), "2026-07-14", "12:00", "Europe/Paris", "MEDIUM",
@@ -76,3 +80,16 @@ def test_within_a_degree_of_either_pole_is_low(latitude, expected):
 def test_1970_is_reliable_and_the_day_before_is_not():
     assert level(PARIS, "1970-01-01").level == "HIGH"
     assert level(PARIS, "1969-12-31").level == "MEDIUM"
+
+
+def test_a_place_merged_into_another_zone_is_low_only_before_1970():
+    assert level(AMSTERDAM, "1969-12-31", zone="Europe/Amsterdam").level == "LOW"
+    assert level(AMSTERDAM, "1970-01-01", zone="Europe/Amsterdam").level == "HIGH"
+
+
+# Other names of one zone (old spellings, renamed cities, US/…, Etc/…) are the same place's record.
+@pytest.mark.parametrize("alias,zone", [("US/Eastern", "America/New_York"), ("Asia/Calcutta", "Asia/Kolkata"),
+                                        ("Europe/Kiev", "Europe/Kyiv"), ("Etc/Zulu", "Etc/UTC"),
+                                        ("Eire", "Europe/Dublin")])
+def test_another_name_for_the_same_zone_keeps_its_confidence(alias, zone):
+    assert level(PARIS, "1950-06-01", zone=alias) == level(PARIS, "1950-06-01", zone=zone)

@@ -116,6 +116,24 @@ def canonical_zone(name: str) -> str:
     return name
 
 
+def record_of_another_place(name: str) -> str | None:
+    """The zone whose clocks tzdata gives the place called ``name`` before 1970, when it is another
+    place's (``Europe/Amsterdam`` → ``Europe/Brussels``); None for a zone with a record of its own and for
+    another name of one (``US/Eastern``, ``Asia/Calcutta``, ``Etc/Zulu``)."""
+    return canonical_zone(name) if name in _merged_places() else None
+
+
+@functools.cache
+def _merged_places() -> frozenset[str]:
+    """The links zone.tab lists. zone.tab names each region of a country with clocks of its own, and keeps
+    a region's name after tzdata merged its zone into another's that agreed since 1970 (the Netherlands'
+    Europe/Amsterdam, Brussels's record). Other names of one place (old spellings, renamed cities, US/…,
+    Etc/…) are never in it. A few merged regions left it too (America/Nipigon, now Toronto's); the
+    package cannot tell them from renames, but neither timezonefinder nor the gazetteer gives them."""
+    links = _source().links
+    return frozenset(row[2] for row in _tab_rows("zone.tab") if row[2] in links)
+
+
 def _tab_rows(file_name: str) -> list[list[str]]:
     """The tab-separated rows of one of the package's .tab files, comments left out."""
     text = _read_text(_ZONEINFO_DIR / file_name)
