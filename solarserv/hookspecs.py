@@ -30,7 +30,8 @@ hookimpl = pluggy.HookimplMarker("solarserv")
 class Narrative:
     """Text to render: a template name in the narratives environment and the values it uses.
 
-    The template also sees ``report`` (the finished Report) without it being passed here. A value that
+    The template also sees ``report`` (the finished Report) without it being passed here, so no value may
+    take that name (``ValueError``; a shared Narrative's may, as its template sees no report). A value that
     is itself a Narrative is rendered first and passed as its text.
 
     ``shared=True`` declares that the text follows from the values alone, whatever the report: the
@@ -47,6 +48,13 @@ class Narrative:
     template: str
     values: Mapping[str, Any] = field(default_factory=dict)
     shared: bool = False
+
+    def __post_init__(self) -> None:
+        # Refused here, where the plugin's traceback points at its own line: rendered, such a value failed every
+        # answer with Jinja's "got multiple values for keyword argument 'report'".
+        if not self.shared and "report" in self.values:
+            raise ValueError(f"Narrative {self.template!r} has a value named report, the name under which its "
+                             "template sees the report: rename the value")
 
 
 @dataclass(frozen=True)

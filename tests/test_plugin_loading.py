@@ -384,6 +384,36 @@ def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_
     ]
 
 
+def test_a_narrative_with_a_value_named_report_is_refused_naming_the_plugin(tmp_path, report, builtin_texts, caplog):
+    # It failed on every answer with Jinja's "render() got multiple values for keyword argument 'report'".
+    write(tmp_path, "report_value.py", '''
+        from solarserv.hookspecs import Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("summary.txt.j2", {"report": "mine"})
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        texts = build(PLUGINS_DIR=str(tmp_path)).narrate(report)
+    [record] = caplog.records
+    assert record.getMessage() == "plugin report_value failed in solarserv_summary"
+    assert str(record.exc_info[1]) == ("Narrative 'summary.txt.j2' has a value named report, the name under which "
+                                       "its template sees the report: rename the value")
+    assert (texts.summary, texts.validation) == (
+        "", builtin_texts.validation + "\n✗ plugin report_value (summary) failed; its text was left out.")
+
+
+def test_a_shared_narrative_may_have_a_value_named_report(tmp_path, monkeypatch, report):
+    write(tmp_path, "summary.txt.j2", "{{ shared }}")
+    write(tmp_path, "shared.txt.j2", "{{ report }}")
+
+    @hookimpl
+    def solarserv_summary(report):
+        return Narrative("summary.txt.j2", {"shared": Narrative("shared.txt.j2", {"report": "its own"}, shared=True)})
+
+    assert narrator_with_summary(monkeypatch, tmp_path, solarserv_summary).narrate(report).summary == "its own"
+
+
 def test_a_narrative_naming_no_template_is_logged_in_one_line(tmp_path, report, builtin_texts, caplog):
     # Its traceback held only Jinja's loader.
     write(tmp_path, "misnamed.py", '''
