@@ -19,7 +19,9 @@ import importlib.metadata
 import importlib.util
 import inspect
 import logging
+import site
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -225,12 +227,35 @@ def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, s
                 log.error("plugin %s left out: solarserv_template_dirs names %s, which is not a directory "
                           "(are its templates installed with it?)", impl.plugin_name, missing)
                 reason = f"no template directory {missing}"
+            elif library := _python_library_in(dirs):
+                # A single-module plugin's Path(__file__).parent, installed: start-up would search all of
+                # site-packages and compile every other package's .j2 files.
+                directory, held = library
+                log.error("plugin %s left out: solarserv_template_dirs names %s, which %s %s (ship templates in a "
+                          "directory of the plugin's package)", impl.plugin_name, directory,
+                          "is" if directory.resolve() == held else "holds", held)
+                reason = f"template directory {directory} holds Python's packages"
             else:
                 found.extend(Path(d) for d in dirs)
                 continue
         manager.unregister(name=impl.plugin_name)
         not_loaded[impl.plugin_name] = reason
     return found
+
+
+def _python_library_in(dirs: list[str | Path]) -> tuple[Path, Path] | None:
+    """The first of ``dirs`` that is or holds a directory of Python's packages (site-packages, dist-packages,
+    the user's or the standard library), and that directory."""
+    libraries = {Path(path).resolve() for path in (*site.getsitepackages(), site.getusersitepackages(),
+                                                   sysconfig.get_path("stdlib"))}
+    for directory in map(Path, dirs):
+        resolved = directory.resolve()
+        if resolved.name in ("site-packages", "dist-packages"):
+            return directory, resolved
+        for library in sorted(libraries):
+            if library == resolved or resolved in library.parents:
+                return directory, library
+    return None
 
 
 def _import_file(path: Path) -> ModuleType | None:

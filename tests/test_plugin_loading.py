@@ -358,6 +358,35 @@ def test_a_plugin_whose_template_directory_is_missing_is_left_out_at_start_up(tm
         "✗ plugin uninstalled_templates (loading) failed; its text was left out."
 
 
+@pytest.mark.parametrize("where", ["site-packages", "prefix lib"])
+def test_a_plugin_whose_template_directory_holds_pythons_packages_is_left_out(tmp_path, report, builtin_texts, caplog,
+                                                                              where):
+    # An installed single-module plugin's Path(__file__).parent is site-packages: start-up searched all of it and
+    # compiled other packages' .j2 files, stopping on one that is no solarserv template.
+    site_packages = tmp_path / "lib" / "site-packages"
+    write(site_packages / "other_package", "config.j2", "{% if %}not a solarserv template\n")
+    directory = site_packages if where == "site-packages" else Path(sys.prefix) / "lib"
+    write(tmp_path / "plugins", "wide.py", f'''
+        from pathlib import Path
+        from solarserv.hookspecs import Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("wide_summary.txt.j2")
+
+        @hookimpl
+        def solarserv_template_dirs():
+            return [Path({str(directory)!r})]
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.plugin_manager"):
+        narrator = build(PLUGINS_DIR=str(tmp_path / "plugins"))
+    assert narrator.plugins.not_loaded == {"wide": f"template directory {directory} holds Python's packages"}
+    [message] = caplog.messages
+    assert message.startswith(f"plugin wide left out: solarserv_template_dirs names {directory}, which ")
+    assert message.endswith(" (ship templates in a directory of the plugin's package)")
+    assert narrator.narrate(report).summary == builtin_texts.summary
+
+
 def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_path, report, builtin_texts):
     write(tmp_path, "unrenderable_summary.py", '''
         from solarserv.hookspecs import Narrative, hookimpl
