@@ -14,6 +14,7 @@ installed inside solarserv).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -22,6 +23,8 @@ import logging
 import site
 import sys
 import sysconfig
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -45,6 +48,9 @@ BUILTIN_PLUGINS = (
 # What a third-party plugin's code may raise and lose only its own part. SystemExit is no Exception: a
 # plugin calling sys.exit() stopped start-up from its import, or the whole server from a hook.
 PLUGIN_FAILURES = (Exception, SystemExit)
+
+# How long a third-party plugin's import may take before a warning names it (imports take milliseconds).
+SLOW_IMPORT_SECONDS = 5.0
 
 
 class PluginConflict(RuntimeError):
@@ -131,10 +137,12 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
             continue
         if manager.get_plugin(entry_point.name) is None:  # not a built-in's name
             versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
+            plugin_named = f"plugin {entry_point.name} ({entry_point.value})"
             try:
-                plugin = entry_point.load()
+                with _named_when_slow(plugin_named):
+                    plugin = entry_point.load()
             except PLUGIN_FAILURES as error:
-                _log_import_failure(f"plugin {entry_point.name} ({entry_point.value})", error)
+                _log_import_failure(plugin_named, error)
                 not_loaded[entry_point.name] = "failed to import"
                 continue
             _register(manager, plugin, entry_point.name, not_loaded)
@@ -267,12 +275,28 @@ def _import_file(path: Path) -> ModuleType | None:
     # Registered before it runs, as an import would be: dataclasses and pickling look a module up there.
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with _named_when_slow(f"plugin file {path}"):
+            spec.loader.exec_module(module)
     except PLUGIN_FAILURES as error:
         del sys.modules[name]
         _log_import_failure(f"plugin file {path}", error)
         return None
     return module
+
+
+@contextlib.contextmanager
+def _named_when_slow(plugin: str) -> Iterator[None]:
+    """One warning naming ``plugin`` if its import outlasts SLOW_IMPORT_SECONDS: one that hangs (a connection
+    without a timeout at import) stalled start-up without a line saying which plugin it waited for."""
+    timer = threading.Timer(SLOW_IMPORT_SECONDS, log.warning, ("%s is still importing after %g s; start-up waits "
+                                                               "for it", plugin, SLOW_IMPORT_SECONDS))
+    timer.daemon = True  # a plugin that never returns must not keep the interpreter from exiting either
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()  # gone before serve forks its workers
 
 
 def _log_import_failure(plugin: str, error: BaseException) -> None:

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from defaults import settings
 from reports import report_at
 
 import solarserv
-from solarserv import config, hookspecs
+from solarserv import config, hookspecs, plugin_manager
 from solarserv.formatting import hms
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import SolarQuery
@@ -672,6 +673,43 @@ def test_a_plugin_that_hangs_does_not_hold_up_the_answer(tmp_path, report, built
         time.sleep(0.01)
     lines = asyncio.run(narrator.narrate_in_time(report)).validation.splitlines()
     assert "✓ the slow check answered" in lines and "✗ extra check saw Europe/Paris" in lines
+
+
+HANGING_IMPORT = '''
+import time
+from pathlib import Path
+
+from solarserv.hookspecs import Check, hookimpl
+
+deadline = time.monotonic() + 60
+while not Path({release!r}).exists() and time.monotonic() < deadline:
+    time.sleep(0.01)
+
+
+@hookimpl
+def solarserv_validation_checks(report):
+    return [Check(True, "imported at last")]
+'''
+
+
+def test_a_plugin_whose_import_hangs_is_named_while_start_up_waits_for_it(tmp_path, monkeypatch, caplog, report):
+    # Start-up stalled without a line saying which plugin it waited for.
+    release = tmp_path / "release"
+    plugin = write(tmp_path / "plugins", "stuck_import.py", HANGING_IMPORT.format(release=str(release)))
+    monkeypatch.setattr(plugin_manager, "SLOW_IMPORT_SECONDS", 0.01)
+    narrators = []
+    with caplog.at_level(logging.WARNING, logger="solarserv.plugin_manager"):
+        loading = threading.Thread(target=lambda: narrators.append(build(PLUGINS_DIR=str(tmp_path / "plugins"))))
+        loading.start()
+        deadline = time.monotonic() + 60
+        while not caplog.messages and time.monotonic() < deadline:
+            time.sleep(0.01)
+        named_while_waiting = list(caplog.messages)
+        release.touch()
+        loading.join()
+    assert named_while_waiting == [f"plugin file {plugin} is still importing after 0.01 s; start-up waits for it"]
+    assert caplog.messages == named_while_waiting
+    assert "✓ imported at last" in narrators[0].narrate(report).validation.splitlines()
 
 
 @pytest.fixture
