@@ -66,6 +66,7 @@ class LoadedPlugins:
     # Third-party plugins left out (name → why), noted in every validation text.
     not_loaded: dict[str, str]
     template_dirs: list[Path]  # the plugins' own template directories (hook solarserv_template_dirs)
+    not_allowed: list[str]  # installed plugins the SOLARSERV_PLUGINS allow-list kept out: listed, never a failure
 
     def listing(self) -> list[dict[str, Any]]:
         """What is loaded: each plugin's name, where it came from, its version and its hooks."""
@@ -82,6 +83,9 @@ class LoadedPlugins:
         for name, reason in self.not_loaded.items():
             listing.append({"name": name, "source": "entry point" if name in self.versions else "file",
                             "version": self.versions.get(name), "hooks": [], "not_loaded": reason})
+        for name in self.not_allowed:
+            listing.append({"name": name, "source": "entry point", "version": self.versions.get(name), "hooks": [],
+                            "not_loaded": "not in SOLARSERV_PLUGINS"})
         return listing
 
 
@@ -93,13 +97,14 @@ def load(settings: Any, *, third_party: bool = True) -> LoadedPlugins:
         manager.register(importlib.import_module(name), name=name)
     versions: dict[str, str] = {}
     not_loaded: dict[str, str] = {}
+    not_allowed: list[str] = []
     if third_party:
-        versions = _load_entry_points(manager, settings.plugins_allow, not_loaded)
+        versions = _load_entry_points(manager, settings.plugins_allow, not_loaded, not_allowed)
         if settings.plugins_dir:
             _load_directory(manager, Path(settings.plugins_dir), not_loaded)
     template_dirs = _plugin_template_dirs(manager, not_loaded)  # first: a plugin left out claims no block
     _settle_exclusive_blocks(manager)
-    return LoadedPlugins(manager, versions, not_loaded, template_dirs)
+    return LoadedPlugins(manager, versions, not_loaded, template_dirs, not_allowed)
 
 
 def _settle_exclusive_blocks(manager: pluggy.PluginManager) -> None:
@@ -119,9 +124,10 @@ def _settle_exclusive_blocks(manager: pluggy.PluginManager) -> None:
             log.info("plugin %s writes the %s block in place of the built-in %s", third_party[0], block, builtin)
 
 
-def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
-                       not_loaded: dict[str, str]) -> dict[str, str]:
-    """Register installed plugins; returns their distribution versions by plugin name."""
+def _load_entry_points(manager: pluggy.PluginManager, allow: str | None, not_loaded: dict[str, str],
+                       not_allowed: list[str]) -> dict[str, str]:
+    """Register installed plugins; returns their distribution versions by plugin name (of those the allow-list
+    keeps out too, which go into ``not_allowed``)."""
     allowed = None if allow is None else {name.strip() for name in allow.split(",") if name.strip()}
     versions = {}
     entry_points = importlib.metadata.entry_points(group="solarserv")
@@ -132,20 +138,22 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None,
                     or "none")
     _refuse_shared_names(entry_points, allowed)
     for entry_point in entry_points:
+        if manager.get_plugin(entry_point.name) is not None or entry_point.name in versions:
+            continue  # a built-in's name, or a second distribution's plugin of a name the allow-list keeps out
+        versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
         if allowed is not None and entry_point.name not in allowed:
             log.info("plugin %s not in SOLARSERV_PLUGINS; skipped", entry_point.name)
+            not_allowed.append(entry_point.name)
             continue
-        if manager.get_plugin(entry_point.name) is None:  # not a built-in's name
-            versions[entry_point.name] = entry_point.dist.version if entry_point.dist else "unknown"
-            plugin_named = f"plugin {entry_point.name} ({entry_point.value})"
-            try:
-                with _named_when_slow(plugin_named):
-                    plugin = entry_point.load()
-            except PLUGIN_FAILURES as error:
-                _log_import_failure(plugin_named, error)
-                not_loaded[entry_point.name] = "failed to import"
-                continue
-            _register(manager, plugin, entry_point.name, not_loaded)
+        plugin_named = f"plugin {entry_point.name} ({entry_point.value})"
+        try:
+            with _named_when_slow(plugin_named):
+                plugin = entry_point.load()
+        except PLUGIN_FAILURES as error:
+            _log_import_failure(plugin_named, error)
+            not_loaded[entry_point.name] = "failed to import"
+            continue
+        _register(manager, plugin, entry_point.name, not_loaded)
     return versions
 
 

@@ -21,6 +21,7 @@ from reports import report_at
 
 import solarserv
 from solarserv import config, hookspecs, plugin_manager
+from solarserv.cli import main
 from solarserv.formatting import hms
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import SolarQuery
@@ -325,7 +326,8 @@ def test_a_plugin_whose_template_dirs_cannot_be_read_is_left_out(tmp_path, repor
     narrator = build(PLUGINS_DIR=str(tmp_path))
     assert narrator.plugins.not_loaded == {"dirs": "template directories could not be read"}
     # Left out whole: none of its hooks is called, the built-in keeps the block it claimed, and it is listed once.
-    assert [plugin["name"] for plugin in narrator.plugins.listing()] == [*BUILTIN_PLUGINS, "dirs"]
+    assert [plugin["name"] for plugin in narrator.plugins.listing() if plugin["source"] != "entry point"] == \
+        [*BUILTIN_PLUGINS, "dirs"]
     texts = narrator.narrate(report)
     assert texts.summary == builtin_texts.summary
     assert texts.validation == builtin_texts.validation + "\n✗ plugin dirs (loading) failed; its text was left out."
@@ -741,7 +743,7 @@ def test_two_distributions_with_one_plugin_name_stop_start_up_naming_both(instal
     assert str(raised.value) == ("distributions sundial-extra 1.2.3 and sundial-extra-renamed 2.0.0 both install a "
                                  "plugin named sundial_extra; keep only one of them")
     # Not when the allow-list keeps that name out.
-    assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS="").plugins.listing()}
+    assert installed_plugin not in loaded(build(SOLARSERV_PLUGINS=""))
 
 
 def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
@@ -752,16 +754,33 @@ def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
     assert "✗ extra check saw Europe/Paris" in narrator.narrate(report).validation
 
 
+def loaded(narrator: Narrator) -> set[str]:
+    return {plugin["name"] for plugin in narrator.plugins.listing() if "not_loaded" not in plugin}
+
+
 def test_the_allow_list_filters_entry_point_plugins(installed_plugin, caplog):
     blocked = build(SOLARSERV_PLUGINS="some_other_plugin")
-    assert installed_plugin not in {plugin["name"] for plugin in blocked.plugins.listing()}
+    assert installed_plugin not in loaded(blocked)
     assert "SOLARSERV_PLUGINS names some_other_plugin, but no installed plugin has that name (it takes the names " \
         "of entry points in the group solarserv; installed: sundial_extra)" in caplog.text
     # Set but empty allows none (an allow-list fails closed), as does a list of blanks.
     for nothing in ("", " , "):
-        assert installed_plugin not in {plugin["name"] for plugin in build(SOLARSERV_PLUGINS=nothing).plugins.listing()}
+        assert installed_plugin not in loaded(build(SOLARSERV_PLUGINS=nothing))
     allowed = build(SOLARSERV_PLUGINS=f"some_other_plugin, {installed_plugin}")
-    assert installed_plugin in {plugin["name"] for plugin in allowed.plugins.listing()}
+    assert installed_plugin in loaded(allowed)
+
+
+def test_plugins_the_allow_list_keeps_out_are_listed_as_not_loaded_but_no_failure(installed_plugin, report,
+                                                                                  builtin_texts, capsys, data_dir):
+    # They were in the log alone, at INFO: `solarserv plugins` did not show what the allow-list left out.
+    narrator = build(SOLARSERV_PLUGINS="some_other_plugin")
+    assert {"name": installed_plugin, "source": "entry point", "version": "1.2.3", "hooks": [],
+            "not_loaded": "not in SOLARSERV_PLUGINS"} in narrator.plugins.listing()
+    assert narrator.plugins.not_loaded == {}
+    assert narrator.narrate(report).validation == builtin_texts.validation
+    assert main(["plugins", "--data-dir", str(data_dir)]) == 0
+    assert "sundial_extra 1.2.3 (entry point): not loaded, not in SOLARSERV_PLUGINS (see the log)" in \
+        capsys.readouterr().out.splitlines()
 
 
 def test_an_allow_list_naming_the_distribution_says_which_names_it_takes(installed_plugin, caplog):
