@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        settings = config.load(flags=vars(args))
+        settings = config.load(flags=vars(args), command=args.settings_of)
     except config.SettingsError as exc:
         # A value, often from the environment, not the command line's shape: one line, without the usage of the
         # top command that parser.error prints first.
@@ -130,8 +130,12 @@ def _parser() -> argparse.ArgumentParser:
         status_parser.set_defaults(command=change_key_status, status=status)
         status_parsers.append(status_parser)
 
-    for subparser in (serve_parser, calc_parser, plugins_parser, create_parser, list_parser, *status_parsers):
-        config.add_flags(subparser)
+    for command, subparsers in ((config.SERVE, [serve_parser]), (config.CALC, [calc_parser]),
+                                (config.PLUGINS, [plugins_parser]),
+                                (config.KEYS, [create_parser, list_parser, *status_parsers])):
+        for subparser in subparsers:
+            config.add_flags(subparser)
+            subparser.set_defaults(settings_of=command)
     return parser
 
 

@@ -162,6 +162,10 @@ def _header_value(text: str) -> str:
     return text
 
 
+# The `solarserv` commands (solarserv.cli), as a setting names those that read it.
+SERVE, CALC, PLUGINS, KEYS = "serve", "calc", "plugins", "keys"
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str  # attribute on Settings
@@ -170,6 +174,9 @@ class Setting:
     parse: Callable[[str], Any]
     default: Any
     help: str
+    # The commands that read it; the others leave it at its default without reading it, so that a value they would
+    # not use cannot stop them (a malformed REDIS_URL, `keys deactivate` in an incident). `serve` reads them all.
+    commands: tuple[str, ...] = (SERVE,)
     empty_is_value: bool = False  # an empty value is a value, not "unset" (an allow-list allowing nothing)
     shown_in_errors: Callable[[str], str] = str  # a value holding secrets hides them here
 
@@ -181,7 +188,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Server processes sharing the port, forked by `solarserv serve` after binding it; with more "
             "than one, set REDIS_URL so they share rate-limit counts."),
     Setting("data_dir", "SOLARSERV_DATA_DIR", "--data-dir", Path, Path("./var"),
-            "Directory for the SQLite key store and the gazetteer index."),
+            "Directory for the SQLite key store and the gazetteer index.", commands=(SERVE, CALC, KEYS)),
     Setting("redis_url", "REDIS_URL", "--redis-url", _redis_url, None,
             "Redis URL for shared rate-limit counters: redis://[[user]:password@]host[:port][/db], rediss://… "
             "(TLS) or unix://path[?db=N]; unset: in-process counters.", shown_in_errors=redis_url_shown),
@@ -199,30 +206,34 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("anon_rpm", "ANON_RPM", "--anon-rpm", _positive_int, 60,
             "Anonymous requests per minute per client IP."),
     Setting("geocoder", "GEOCODER", "--geocoder", _one_of(*GEOCODERS), "offline",
-            "Place-name geocoder: offline (embedded gazetteer), nominatim or photon (online, via geopy)."),
+            "Place-name geocoder: offline (embedded gazetteer), nominatim or photon (online, via geopy).",
+            commands=(SERVE, CALC)),
     Setting("geocoder_domain", "GEOCODER_DOMAIN", "--geocoder-domain", _geocoder_domain, None,
-            "Host[:port][/path] of the online geocoder, without a scheme; unset: the provider's public service."),
+            "Host[:port][/path] of the online geocoder, without a scheme; unset: the provider's public service.",
+            commands=(SERVE, CALC)),
     Setting("geocoder_scheme", "GEOCODER_SCHEME", None, _one_of("http", "https"), "https",
-            "http or https for the online geocoder."),
+            "http or https for the online geocoder.", commands=(SERVE, CALC)),
     Setting("geocoder_user_agent", "GEOCODER_USER_AGENT", None, _header_value, None,
             "User-Agent sent to the online geocoder, in printable ASCII (Nominatim's usage policy asks for one that "
-            "names your application); unset: solarserv/VERSION."),
+            "names your application); unset: solarserv/VERSION.", commands=(SERVE, CALC)),
     Setting("geocoder_timeout", "GEOCODER_TIMEOUT", None, _positive_float, 5.0,
-            "Seconds to wait for the online geocoder before answering 503 GEOCODER_UNAVAILABLE."),
+            "Seconds to wait for the online geocoder before answering 503 GEOCODER_UNAVAILABLE.",
+            commands=(SERVE, CALC)),
     Setting("geocoder_interval", "GEOCODER_INTERVAL", None, _non_negative_float, None,
             "Least seconds between two calls to the online geocoder, from all of the server's processes together; "
-            "unset: 1 for Nominatim's public service (its usage policy), else 0."),
+            "unset: 1 for Nominatim's public service (its usage policy), else 0.", commands=(SERVE, CALC)),
     Setting("plugins_dir", "PLUGINS_DIR", "--plugins-dir", Path, None,
-            "Directory of extra plugin .py files to load."),
+            "Directory of extra plugin .py files to load.", commands=(SERVE, CALC, PLUGINS)),
     Setting("narratives_dir", "NARRATIVES_DIR", "--narratives-dir", Path, None,
-            "Directory of templates that override the built-in narratives."),
+            "Directory of templates that override the built-in narratives.", commands=(SERVE, CALC, PLUGINS)),
     Setting("plugins_allow", "SOLARSERV_PLUGINS", None, str, None,
             "Comma-separated allow-list of installed plugin names; set but empty: none; unset: all load.",
-            empty_is_value=True),
+            empty_is_value=True, commands=(SERVE, CALC, PLUGINS)),
     Setting("plugin_timeout", "PLUGIN_TIMEOUT", None, _positive_float, 2.0,
-            "Seconds a request waits for third-party plugins before answering with the built-in texts."),
+            "Seconds a request waits for third-party plugins before answering with the built-in texts.",
+            commands=(SERVE, CALC)),
     Setting("log_level", "LOG_LEVEL", "--log-level", _one_of("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"), "INFO",
-            "Logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL."),
+            "Logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.", commands=(SERVE, CALC, PLUGINS, KEYS)),
 )
 
 
@@ -254,6 +265,11 @@ def without_settings(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in environ.items() if name not in names}
 
 
+def shown_commands(setting: Setting) -> str:
+    """The commands that read the setting, as the README table shows them."""
+    return ", ".join(f"`{command}`" for command in setting.commands)
+
+
 def shown_default(setting: Setting) -> str:
     """The default as the README table and --help show it."""
     if setting.default is None:
@@ -278,12 +294,16 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                                 help=f"{setting.help} (env {setting.env}; default {shown_default(setting)})")
 
 
-def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> Any:
-    """Settings from flags (winning) and the environment, each value parsed and validated."""
+def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None,
+         command: str = SERVE) -> Any:
+    """Settings from flags (winning) and the environment, each value parsed and validated: those ``command``
+    reads; the others at their defaults."""
     environ = os.environ if environ is None else environ
     flags = flags or {}
     values: dict[str, Any] = {}
     for setting in SETTINGS:
+        if command not in setting.commands:
+            continue
         raw, source = flags.get(setting.name), setting.flag
         if raw is None:
             raw, source = environ.get(setting.env), setting.env

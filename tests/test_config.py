@@ -127,3 +127,17 @@ def test_a_directory_setting_naming_a_file_is_refused_where_it_is_read(tmp_path)
         config.existing_directory(a_file, "PLUGINS_DIR")
     assert str(refused.value) == f"PLUGINS_DIR {a_file} is not a directory"
     assert config.existing_directory(tmp_path, "PLUGINS_DIR") == tmp_path
+
+
+def test_each_command_refuses_only_the_settings_it_reads():
+    serving_only = {"HOST": "", "PORT": "abc", "SOLARSERV_PROCESSES": "0", "REDIS_URL": "localhost:6379",
+                    "API_KEY_REQUIRED": "maybe", "CONSOLE": "lan", "TRUST_PROXY": "maybe", "ANON_RPM": "-1"}
+    for command in (config.CALC, config.PLUGINS, config.KEYS):
+        settings = config.load(environ=serving_only, command=command)
+        assert (settings.port, settings.processes, settings.redis_url, settings.console) == (8000, 1, None, "local")
+    assert refusal(serving_only) == "PORT='abc': must be a whole number, got 'abc'"  # serve reads them all
+    with pytest.raises(config.SettingsError, match="^GEOCODER='google'"):
+        config.load(environ={"GEOCODER": "google"}, command=config.CALC)
+    assert config.load(environ={"GEOCODER": "google", "PLUGIN_TIMEOUT": "0"}, command=config.KEYS).geocoder == "offline"
+    with pytest.raises(config.SettingsError, match="^LOG_LEVEL='loud'"):
+        config.load(environ={"LOG_LEVEL": "loud"}, command=config.KEYS)

@@ -503,11 +503,19 @@ def test_a_bad_setting_is_one_line_not_a_traceback(capsys, tmp_path, monkeypatch
     # One line: argparse's usage of the top command came first, for a value and not the command line's shape.
     assert capsys.readouterr().err == ("solarserv: error: --log-level='bogus': must be one of DEBUG, INFO, WARNING, "
                                        "ERROR, CRITICAL, got 'bogus'\n")
-    monkeypatch.setenv("PORT", "abc")
-    with pytest.raises(SystemExit) as exited:
-        main(["keys", "list", "--data-dir", str(tmp_path)])
-    assert exited.value.code == 2
-    assert capsys.readouterr().err == "solarserv: error: PORT='abc': must be a whole number, got 'abc'\n"
+
+
+def test_a_bad_value_of_a_setting_the_keys_commands_do_not_read_does_not_stop_them(capsys, tmp_path, monkeypatch):
+    # In an incident, a malformed REDIS_URL in the environment stopped `keys deactivate`, which uses no Redis.
+    assert run(capsys, tmp_path, "create", "--label", "Acme", "--tier", "free")[0] == 0
+    for variable, value in (("REDIS_URL", "redis://:pa/ss@127.0.0.1"), ("PORT", "abc"),
+                            ("SOLARSERV_PROCESSES", "two"), ("GEOCODER", "google"), ("PLUGIN_TIMEOUT", "0")):
+        monkeypatch.setenv(variable, value)
+    status, out, err = run(capsys, tmp_path, "deactivate", "1")
+    assert (status, err) == (0, "") and out.startswith("Key 1 (") and out.endswith("is now inactive.\n")
+    with pytest.raises(SystemExit) as exited:  # serve reads every setting
+        main(["serve", "--data-dir", str(tmp_path)])
+    assert exited.value.code == 2 and capsys.readouterr().err.startswith("solarserv: error: PORT='abc'")
 
 
 # A key store that cannot be used as it is: one line naming it and why, not a traceback.

@@ -20,18 +20,19 @@ def readme_settings_rows() -> dict[str, list[str]]:
     rows = {}
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if line.startswith("| `") and len(cells) == 4:
+        if line.startswith("| `") and len(cells) == 5:
             rows[cells[0].strip("`")] = cells[1:]
     return rows
 
 
-def test_every_setting_is_in_the_readme_table_with_its_flag_and_default():
+def test_every_setting_is_in_the_readme_table_with_its_flag_default_and_commands():
     rows = readme_settings_rows()
     assert set(rows) == {setting.env for setting in config.SETTINGS}
     for setting in config.SETTINGS:
-        flag, default, _ = rows[setting.env]
+        flag, default, commands, _ = rows[setting.env]
         assert flag == (f"`{setting.flag}`" if setting.flag else "—"), setting.env
         assert default == config.shown_default(setting), setting.env
+        assert commands == config.shown_commands(setting), setting.env
 
 
 def test_the_two_commands_are_given():
