@@ -16,6 +16,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -84,6 +85,20 @@ def test_serve_refuses_an_empty_cookie_secret_in_one_line_before_it_binds(capsys
     assert status == 2 and err.splitlines() == [
         f"solarserv: SettingsError: {tmp_path / 'cookie_secret'} is empty: delete it, and a new secret is made at "
         "the next start (ending every console session)"]
+
+
+@pytest.mark.parametrize("unusable", [lambda path: path.write_text(""), Path.mkdir], ids=["empty", "unreadable"])
+def test_a_server_without_a_console_does_not_read_the_cookie_secret(capsys, new_data_dir, monkeypatch, unusable):
+    # As the admin token's checks do, the secret's apply to a console that is on: CONSOLE=off signs no cookie.
+    unusable(new_data_dir / "cookie_secret")
+
+    def reached_binding(settings):
+        raise SystemExit(7)
+
+    monkeypatch.setattr("solarserv.cli._bind", reached_binding)
+    with pytest.raises(SystemExit) as stopped:  # past the checks, at binding the port
+        run(capsys, new_data_dir, "serve", "--port", "0", "--console", "off")
+    assert stopped.value.code == 7
 
 
 def test_calc_prints_readable_text(capsys, data_dir):

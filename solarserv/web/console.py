@@ -80,8 +80,11 @@ class ConsoleSecrets:
     @classmethod
     def load(cls, settings: Any) -> ConsoleSecrets:
         token = settings.admin_token or secrets.token_urlsafe(32)
-        return cls(admin_token=token, token_generated=not settings.admin_token,
-                   cookie_secret=persisted_secret(Path(settings.data_dir) / "cookie_secret"))
+        # A console that is off signs no cookie: its file is not read, so one it would refuse (emptied, another
+        # user's) does not stop a server that will not use it.
+        secret = (secrets.token_urlsafe(48) if settings.console == "off"
+                  else persisted_secret(Path(settings.data_dir) / "cookie_secret"))
+        return cls(admin_token=token, token_generated=not settings.admin_token, cookie_secret=secret)
 
     def session_cookie(self, session_id: str) -> bytes:
         """What the session cookie signs: the session's id and a fingerprint of the admin token, so
