@@ -661,8 +661,13 @@ async def test_the_keys_are_listed_a_page_at_a_time_newest_first_and_can_be_foun
     assert labels_listed(not_found) == [] and "No key is the key searched for, given whole." in not_found
     nothing = browser.text(await browser.get("/console?q=nobody"))
     assert "No keys hold “nobody” in their label or preview." in nothing
-    for page in ("0", "-1", "abc", "9" * 40):
-        assert (await browser.get(f"/console?page={page}")).code == 400
+    # A page number that is none (edited by hand, cut short in a copied link) was a bare "400 Bad Request".
+    for page, said in (("0", "“0”"), ("-1", "“-1”"), ("abc", "“abc”"),
+                       ("9" * 41, f"“{'9' * 20}”… (41 characters)")):
+        reply = await browser.get("/console?" + urlencode({"q": "Client 1", "page": page}))
+        assert reply.code == 200 and labels_listed(browser.text(reply)) == labels_listed(clients_1)
+        assert f"{said} is not a page number: this is the first page." in browser.text(reply)
+    assert "is not a page number" not in clients_1
 
 
 async def test_a_pro_key_takes_its_rpm_and_needs_one(browser, keys):

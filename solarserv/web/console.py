@@ -363,16 +363,17 @@ class KeysHandler(ConsoleHandler):
         """The page: a key just created or a form refused, and one page of the keys, newest first (a store of
         thousands would otherwise be one page of megabytes, built while the process answers nothing else)."""
         search = _search(self.get_query_argument("q", ""))
-        number = _page_number(self.get_query_argument("page", "1"))
-        if number is None:
-            raise tornado.web.HTTPError(400)
+        asked = self.get_query_argument("page", "1")
+        number, not_a_page = _page_number(asked), None
+        if number is None:  # edited by hand, or cut short in a copied link: the first page, saying so
+            number, not_a_page = 1, shortened(asked, lambda text: f"“{text}”")
         keys, total = self.services.keys.newest(KEYS_PER_PAGE, (number - 1) * KEYS_PER_PAGE, search)
         counts = await self.services.limiter.current_counts([key_counter(key) for key in keys])
         page = {"error": None, "error_field": None, "form": {"label": "", "tier": "free", "rpm": ""},
                 "new_key": None, "new_record": None, **shown}
         self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
                     tiers=TIERS.values(), search=search, whole_key=is_whole_key(search), page_number=number,
-                    total=total, first=(number - 1) * KEYS_PER_PAGE + 1,
+                    not_a_page=not_a_page, total=total, first=(number - 1) * KEYS_PER_PAGE + 1,
                     newer=_page_link(number - 1, search) if number > 1 else None,
                     older=_page_link(number + 1, search) if number * KEYS_PER_PAGE < total else None, **page)
 
