@@ -499,8 +499,26 @@ async def test_a_foreign_next_is_ignored_by_the_login(browser):
 async def test_logging_out_ends_the_session(browser):
     await browser.log_in()
     reply = await browser.post("/console/logout")
-    assert reply.code == 303 and reply.headers["Location"] == "/console/login"
+    assert reply.code == 303 and reply.headers["Location"] == "/console/login?logged_out=1"
     assert (await browser.get("/console")).code == 302
+
+
+async def test_the_login_page_says_that_the_session_was_logged_out_or_has_ended(browser, keys):
+    # It showed the bare login form after either, as if the operator had never logged in.
+    await browser.log_in()
+    logged_out = await browser.post("/console/logout")
+    assert "You are logged out." in browser.text(await browser.get(logged_out.headers["Location"]))
+    await browser.log_in()
+    with sqlite3.connect(keys.path) as database:  # the session expires
+        database.execute("update console_sessions set expires = 0")
+    sent_to_log_in = await browser.get("/console?page=2")
+    assert sent_to_log_in.code == 302
+    page = browser.text(await browser.get(sent_to_log_in.headers["Location"]))
+    assert ("Your session has ended: it expired (7 days after you logged in), was logged out in another window, or "
+            "the admin token changed. Log in again.") in page
+    assert SESSION_COOKIE not in browser.cookies  # said once
+    again = browser.text(await browser.get("/console/login"))
+    assert "session has ended" not in again and "logged out" not in again
 
 
 async def test_logging_out_of_a_session_already_ended_goes_to_the_login_page(browser, keys):
@@ -510,13 +528,13 @@ async def test_logging_out_of_a_session_already_ended_goes_to_the_login_page(bro
     form_token = await browser.form_token()  # the console page's forms, as the second tab holds them
     assert (await browser.post("/console/logout")).code == 303
     reply = await browser.post("/console/logout", {"_xsrf": form_token}, xsrf=False)
-    assert reply.code == 303 and reply.headers["Location"] == "/console/login"
+    assert reply.code == 303 and reply.headers["Location"] == "/console/login?logged_out=1"
     await browser.log_in()
     form_token = await browser.form_token()
     with sqlite3.connect(keys.path) as database:  # the session expires
         database.execute("update console_sessions set expires = 0")
     reply = await browser.post("/console/logout", {"_xsrf": form_token}, xsrf=False)
-    assert reply.code == 303 and reply.headers["Location"] == "/console/login"
+    assert reply.code == 303 and reply.headers["Location"] == "/console/login?logged_out=1"
     assert SESSION_COOKIE not in browser.cookies
 
 

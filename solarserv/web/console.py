@@ -48,6 +48,7 @@ from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address,
 from solarserv.web.base import CONSOLE_PATH, BaseHandler
 
 LOGIN_PATH = "/console/login"
+LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
 # A key just created goes to the page that shows it in this cookie, cleared there (KeysHandler.post).
@@ -265,7 +266,7 @@ class LoginHandler(ConsoleHandler):
         elif self.current_user:
             self.redirect(local_path(self.get_query_argument("next", None)))
         else:
-            self._login_page()
+            self._login_page(ended=self._how_the_session_ended())
 
     async def head(self) -> None:
         """As GET without the body, except for the login link: HEAD is meant to change nothing (link
@@ -299,10 +300,23 @@ class LoginHandler(ConsoleHandler):
             # Also drops the token from the address bar: the browser lands on a clean URL.
             self.redirect(local_path(self.get_argument("next", None)), status=303)
 
-    def _login_page(self, message: str | None = None, status: int = 200, token_refused: bool = False) -> None:
-        """``token_refused``: the token field is marked invalid (a refusal for too many attempts is not its fault)."""
+    def _how_the_session_ended(self) -> str | None:
+        """What the login page tells a browser whose session ended: logged out here (LogoutHandler), or its cookie
+        came back without a live session. That one is cleared, so that it is said once."""
+        if self.get_query_argument(LOGGED_OUT, None) is not None:
+            return "You are logged out."
+        if self.get_cookie(SESSION_COOKIE) is None:
+            return None
+        self.clear_cookie(SESSION_COOKIE)
+        return (f"Your session has ended: it expired ({SESSION_DAYS} days after you logged in), was logged out in "
+                "another window, or the admin token changed. Log in again.")
+
+    def _login_page(self, message: str | None = None, status: int = 200, token_refused: bool = False,
+                    ended: str | None = None) -> None:
+        """``message``: why a login was refused, with ``token_refused`` when the token field is to be marked invalid
+        (a refusal for too many attempts is not its fault); ``ended``: how the session before ended."""
         self.set_status(status)
-        self.render("console_login.html", message=message, token_refused=token_refused,
+        self.render("console_login.html", message=message, token_refused=token_refused, ended=ended,
                     next_path=local_path(self.get_argument("next", None)))
 
 
@@ -321,7 +335,7 @@ class LogoutHandler(ConsoleHandler):
             # Ended in the store, not just forgotten by this browser: a copy of the cookie no longer admits.
             self.services.keys.end_session(self.current_user)
         self.clear_cookie(SESSION_COOKIE)
-        self.redirect(LOGIN_PATH, status=303)
+        self.redirect(f"{LOGIN_PATH}?{LOGGED_OUT}=1", status=303)
 
 
 class KeysHandler(ConsoleHandler):
