@@ -194,7 +194,7 @@ async def test_a_method_a_console_page_does_not_answer_is_405_naming_those_it_do
     # Not 403 "no console session": there is nothing at that method for a session to unlock.
     if logged_in:
         await browser.log_in()
-    for path, allowed in (("/console", "GET, HEAD, POST"), ("/console/logout", "POST")):
+    for path, allowed in (("/console", "GET, HEAD, POST"), ("/console/logout", "GET, HEAD, POST")):
         for method in ("DELETE", "PUT", "PATCH", "OPTIONS"):
             reply = await browser.send(method, path)
             assert (reply.code, reply.headers.get("Allow")) == (405, allowed), (method, path)
@@ -501,6 +501,19 @@ async def test_logging_out_ends_the_session(browser):
     reply = await browser.post("/console/logout")
     assert reply.code == 303 and reply.headers["Location"] == "/console/login?logged_out=1"
     assert (await browser.get("/console")).code == 302
+
+
+async def test_a_logout_link_asks_with_the_logout_button_or_goes_to_the_login_page(browser):
+    # A bookmarked /console/logout was a plain 405 page. A GET logs nobody out: another site could send one.
+    reply = await browser.get("/console/logout")
+    assert reply.code == 302 and reply.headers["Location"] == "/console/login?logged_out=1"
+    await browser.log_in()
+    asked = await browser.get("/console/logout")
+    assert asked.code == 200 and '<form method="post" action="/console/logout">' in browser.text(asked)
+    assert (await browser.get("/console")).code == 200  # still logged in
+    form_token = re.search(r'name="_xsrf" value="([^"]+)"', browser.text(asked))[1]
+    logged_out = await browser.post("/console/logout", {"_xsrf": form_token}, xsrf=False)
+    assert logged_out.code == 303 and (await browser.get("/console")).code == 302
 
 
 async def test_the_login_page_says_that_the_session_was_logged_out_or_has_ended(browser, keys):

@@ -301,13 +301,15 @@ class LoginHandler(ConsoleHandler):
             self.redirect(local_path(self.get_argument("next", None)), status=303)
 
     def _how_the_session_ended(self) -> str | None:
-        """What the login page tells a browser whose session ended: logged out here (LogoutHandler), or its cookie
-        came back without a live session. That one is cleared, so that it is said once."""
+        """What the login page tells a browser whose session ended: logged out (LogoutHandler), or its cookie came
+        back without a live session. That cookie is cleared, so that it is said once."""
+        ended_elsewhere = self.get_cookie(SESSION_COOKIE) is not None
+        if ended_elsewhere:
+            self.clear_cookie(SESSION_COOKIE)
         if self.get_query_argument(LOGGED_OUT, None) is not None:
             return "You are logged out."
-        if self.get_cookie(SESSION_COOKIE) is None:
+        if not ended_elsewhere:
             return None
-        self.clear_cookie(SESSION_COOKIE)
         return (f"Your session has ended: it expired ({SESSION_DAYS} days after you logged in), was logged out in "
                 "another window, or the admin token changed. Log in again.")
 
@@ -329,6 +331,14 @@ class LogoutHandler(ConsoleHandler):
     def check_form_token(self) -> None:
         if self.current_user:
             super().check_form_token()
+
+    def get(self) -> None:
+        """A logout link (bookmarked, typed): a GET logs nobody out, as a page on another site could send one, so
+        it asks, with the logout button; without a session there is nothing to log out of."""
+        if self.current_user:
+            self.render("console_logout.html")
+        else:
+            self.redirect(f"{LOGIN_PATH}?{LOGGED_OUT}=1")
 
     def post(self) -> None:
         if self.current_user:
