@@ -29,6 +29,7 @@ from solarserv import config, geo
 from solarserv.errors import ApiError
 from solarserv.keys import (
     ACTIVE,
+    BY_THE_CLI,
     INACTIVE,
     TIER_ALIASES,
     TIERS,
@@ -493,7 +494,7 @@ def create_key(settings: Any, args: argparse.Namespace) -> int:
     # an empty store behind, and a mistyped --data-dir would then pass for one with no keys yet.
     fields = checked_key_fields(args.label, args.tier, args.rpm)
     with _key_store(settings, may_create=True) as store:
-        issued = store.create(*fields)
+        issued = store.create(*fields, by=BY_THE_CLI)
     if new_store:
         print(f"note: created a new key store at {store.path}; servers read it when started with this data "
               "dir.", file=sys.stderr)
@@ -530,10 +531,8 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
 
 def change_key_status(settings: Any, args: argparse.Namespace) -> int:
     with _key_store(settings) as store:
-        key = store.find(args.reference)
-        already = key.status == args.status
-        if not already:
-            key = store.set_status(key.id, args.status)
+        change = store.set_status(store.find(args.reference).id, args.status, by=BY_THE_CLI)
+    key = change.key
     # A label holds no control character (keys.py refuses them): written as it is, quoted as the console does.
-    print(f"Key {key.id} ({key.preview}, “{key.label}”) {'was already' if already else 'is now'} {key.status}.")
+    print(f"Key {key.id} ({key.preview}, “{key.label}”) {'is now' if change.changed else 'was already'} {key.status}.")
     return 0

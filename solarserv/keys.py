@@ -8,6 +8,9 @@ operator console's live sessions, so a logout in one server process ends the ses
 The database is in WAL mode, so readers never wait for a writer. Writers do wait for each other: the
 CLI waits up to WAIT_FOR_WRITER_SECONDS, a server (whose waits stall its event loop) up to
 SERVER_WAIT_FOR_WRITER_SECONDS, then gives up with KeyStoreBusy.
+
+Every change of a key (created, deactivated, reactivated, or asked for the status it had) is one INFO line of the
+logger solarserv.keys, naming the key and who changed it: the audit trail an incident review reads.
 """
 
 from __future__ import annotations
@@ -17,18 +20,21 @@ import datetime as dt
 import functools
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from solarserv.sqlite import Migrations, is_busy, is_file_failure, sqlite_utils
-from solarserv.text import has_hidden_characters, shortened
+from solarserv.text import escaped, has_hidden_characters, shortened
+
+log = logging.getLogger("solarserv.keys")
 
 KEY_PREFIX = "tst_"
 SECRET_BYTES = 32  # token_urlsafe(32) → 43 characters
@@ -36,9 +42,14 @@ PREVIEW_CHARACTERS = 4  # after the prefix; unique among keys, so a preview name
 PREVIEW_DRAWS = 5  # new keys drawn before giving up when their previews are already taken
 ELLIPSIS = "…"
 _KEY_PATTERN = re.compile(r"tst_[A-Za-z0-9_-]{43}")
+# An API key, or the start of one, in text bound for a log line (a key sent as a place name, pasted as a label).
+_KEY_SHAPED = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_-]*")
 LABEL_MAX_LENGTH = 100
 
 ACTIVE, INACTIVE = "active", "inactive"
+
+# Who changes a key, as its audit line names them (KeyStore.create, set_status); the console names its client.
+BY_THE_CLI = "the CLI"
 
 SESSION_ID_BYTES = 32
 
@@ -119,6 +130,14 @@ class ApiKey:
         fields = asdict(self)
         del fields["digest"]
         return fields
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """What KeyStore.set_status did: the key as it is now, and whether it had another status before."""
+
+    key: ApiKey
+    changed: bool
 
 
 @dataclass(frozen=True)
@@ -253,7 +272,8 @@ class KeyStore:
         return dt.datetime.fromtimestamp(self._clock(), dt.UTC).date()
 
     @_explained
-    def create(self, label: str, tier: str, rpm: int | None = None) -> IssuedKey:
+    def create(self, label: str, tier: str, rpm: int | None = None, *, by: str) -> IssuedKey:
+        """A new key, issued by ``by`` (BY_THE_CLI, or the console and its client) as its audit line says."""
         label, tier, rpm = checked_key_fields(label, tier, rpm)
         for _ in range(PREVIEW_DRAWS):
             key = KEY_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
@@ -264,7 +284,9 @@ class KeyStore:
                     key_id = self._db["keys"].insert(row).last_pk
             except sqlite3.IntegrityError:
                 continue  # the preview is taken (about one in 16 million per existing key): draw again
-            return IssuedKey(key=key, record=ApiKey(id=key_id, **row))
+            record = ApiKey(id=key_id, **row)
+            _log_change(record, "created", by, f"{record.tier}, {record.rpm} requests per minute")
+            return IssuedKey(key=key, record=record)
         raise RuntimeError(f"{PREVIEW_DRAWS} new keys in a row had a preview already taken; the store at "
                            f"{self.path} is not behaving as a unique index should.")
 
@@ -322,13 +344,23 @@ class KeyStore:
         return ApiKey(**rows[0])
 
     @_explained
-    def set_status(self, key_id: int, status: str) -> ApiKey:
+    def set_status(self, key_id: int, status: str, *, by: str) -> StatusChange:
+        """Give a key ``status``, as ``by`` asked (see ``create``); one it already has is left as it is, which the
+        audit line says too."""
         if status not in (ACTIVE, INACTIVE):
             raise KeyStoreError(f"A key's status is {ACTIVE} or {INACTIVE}, not {status!r}.")
-        key = self.find(str(key_id))  # an unknown id, however large, is a KeyStoreError
+        # Read under the write lock, so that the audit line says what this write changed, not what another's did.
         with self._writing():
-            self._db.execute("update keys set status = ? where id = ?", [status, key.id])
-        return self.find(str(key.id))
+            before = self.find(str(key_id))  # an unknown id, however large, is a KeyStoreError
+            changed = before.status != status
+            if changed:
+                self._db.execute("update keys set status = ? where id = ?", [status, before.id])
+        key = replace(before, status=status)
+        if changed:
+            _log_change(key, "reactivated" if status == ACTIVE else "deactivated", by)
+        else:
+            _log_change(key, f"left {status}", by, "it already was")
+        return StatusChange(key=key, changed=changed)
 
     # The console's sessions. The session cookie names one; only those recorded here, unexpired, admit.
 
@@ -361,6 +393,17 @@ class KeyStore:
     def end_session(self, session_id: str) -> None:
         with self._writing():
             self._db.execute("delete from console_sessions where id = ?", [session_id])
+
+
+def _log_change(key: ApiKey, what: str, by: str, detail: str | None = None) -> None:
+    """A key's audit line. The key by its id, preview and label: never the key, which only its client holds."""
+    log.info("Key %d (%s, “%s”) %s by %s%s", key.id, key.preview, escaped(without_keys(key.label)), what, by,
+             f": {detail}" if detail else "")
+
+
+def without_keys(text: str) -> str:
+    """``text`` for a log line, with anything shaped like an API key, or the start of one, cut to ``tst_…``."""
+    return _KEY_SHAPED.sub(KEY_PREFIX + ELLIPSIS, text)
 
 
 def is_whole_key(text: str) -> bool:

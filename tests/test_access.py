@@ -86,9 +86,9 @@ def key_for(keys: KeyStore, kind: str) -> str | None:
         return None
     if kind == "unknown":
         return UNKNOWN_KEY
-    issued = keys.create(f"{kind} key", "free")
+    issued = keys.create(f"{kind} key", "free", by="a test")
     if kind == "deactivated":
-        keys.set_status(issued.record.id, "inactive")
+        keys.set_status(issued.record.id, "inactive", by="a test")
     return issued.key
 
 
@@ -145,7 +145,7 @@ async def test_a_429_in_the_last_second_of_the_minute_says_one_second(api, clock
 
 
 async def test_a_valid_key_has_its_own_count_and_rpm(api, keys):
-    key = keys.create("Acme", "free").key
+    key = keys.create("Acme", "free", by="a test").key
     statuses = [(await api(PARIS_GET, headers={"X-API-Key": key})).status for _ in range(11)]
     assert statuses == [200] * 10 + [429]
     anonymous = await api(PARIS_GET)
@@ -154,7 +154,7 @@ async def test_a_valid_key_has_its_own_count_and_rpm(api, keys):
 
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
 async def test_rate_limit_headers_are_on_every_api_answer(api, keys, overrides):
-    key = keys.create("Acme", "free").key
+    key = keys.create("Acme", "free", by="a test").key
     with_key = {"X-API-Key": key}
     replies = [
         await api(PARIS_GET, headers=with_key),  # 200
@@ -191,7 +191,7 @@ async def test_unknown_paths_are_counted_and_carry_the_rate_limit_headers(api, l
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
 async def test_refusals_leave_a_keep_alive_connection_open_for_the_next_request(api, keys, http_server_port,
                                                                                  overrides):
-    key = keys.create("Acme", "free").key
+    key = keys.create("Acme", "free", by="a test").key
     requests = [("POST", {}), ("GET", {}), ("POST", {}), ("POST", {}), ("POST", {"X-API-Key": key})]
 
     def on_one_connection() -> list[tuple[int, str | None, tuple]]:
@@ -219,7 +219,7 @@ async def test_refusals_leave_a_keep_alive_connection_open_for_the_next_request(
 
 
 async def test_head_is_get_without_the_body_and_counts_like_it(api, keys):
-    key = keys.create("Acme", "free").key
+    key = keys.create("Acme", "free", by="a test").key
     got = await api(PARIS_GET, headers={"X-API-Key": key})
     head = await api(PARIS_GET, "HEAD", headers={"X-API-Key": key})
     assert head.status == 200 and head.body == b""
@@ -265,9 +265,9 @@ async def test_over_the_limit_bad_keys_get_429_before_401(api, overrides):
 async def test_a_key_created_or_deactivated_by_another_process_counts_at_once(api, keys, tmp_path):
     other_process = KeyStore.open(tmp_path)
     try:
-        issued = other_process.create("Acme", "free")
+        issued = other_process.create("Acme", "free", by="a test")
         assert limits(await api(PARIS_GET, headers={"X-API-Key": issued.key}))[0] == 10
-        other_process.set_status(issued.record.id, "inactive")
+        other_process.set_status(issued.record.id, "inactive", by="a test")
         reply = await api(PARIS_GET, headers={"X-API-Key": issued.key})
     finally:
         other_process.close()
@@ -482,7 +482,7 @@ EXPOSED = {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "R
 
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
 async def test_any_site_may_call_the_api_and_read_its_limits_and_refusals(api, keys):
-    key = keys.create("Widget", "free").key
+    key = keys.create("Widget", "free", by="a test").key
     answered = await api("/api/v1/solar-time", "POST", PARIS, {"X-API-Key": key, "Origin": "https://example.org"})
     refused = await api("/api/v1/solar-time", "POST", PARIS, {"Origin": "https://example.org"})
     for reply, status in ((answered, 200), (refused, 401)):
@@ -493,7 +493,7 @@ async def test_any_site_may_call_the_api_and_read_its_limits_and_refusals(api, k
 
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
 async def test_a_preflight_needs_no_key_is_not_counted_and_names_what_a_script_may_send(api, keys):
-    key = keys.create("Widget", "free").key
+    key = keys.create("Widget", "free", by="a test").key
     before = await api("/api/v1/solar-time?" + urlencode(PARIS), headers={"X-API-Key": key})
     for _ in range(3):
         preflight = await api("/api/v1/solar-time", "OPTIONS", headers={

@@ -175,7 +175,7 @@ SAMPLE_PATHS = {  # one concrete path per console route
 
 async def test_every_admin_handler_refuses_without_a_session(browser, keys):
     assert set(SAMPLE_PATHS) == {pattern for pattern, _ in console.routes}
-    issued = keys.create("Acme", "free")
+    issued = keys.create("Acme", "free", by="a test")
     for pattern, handler in console.routes:
         if handler.access is not Access.ADMIN:
             continue
@@ -331,7 +331,7 @@ async def test_the_admin_token_stays_out_of_the_logs_on_mistyped_console_urls(br
 
 async def test_an_api_key_sent_in_the_query_stays_out_of_the_logs(browser, keys, caplog):
     caplog.set_level(logging.INFO)
-    key = keys.create("Acme", "free").key
+    key = keys.create("Acme", "free", by="a test").key
     for query in (f"api_key={key}", f"X-API-Key={key}", f"k={key}", "api_key=%ff%fe-sent-bytes"):
         await browser.get(f"/api/v1/solar-time?date=2026-07-14&{query}")
     messages = [record.getMessage() for record in caplog.records]
@@ -341,7 +341,7 @@ async def test_an_api_key_sent_in_the_query_stays_out_of_the_logs(browser, keys,
 
 async def test_an_api_key_quoted_by_an_error_message_stays_out_of_the_logs(browser, keys, caplog):
     caplog.set_level(logging.INFO)
-    key = keys.create("Acme", "free").key
+    key = keys.create("Acme", "free", by="a test").key
     # Sent where a value was meant: the answers quote it to the client, the log lines do not.
     place = await browser.get("/api/v1/solar-time?" + urlencode({"date": "2026-07-14", "local_time": "12:00",
                                                                   "place_name": key}))
@@ -386,7 +386,7 @@ async def test_the_session_cookie_holds_nothing_to_test_admin_token_guesses_on(b
 async def test_a_form_token_set_as_a_cookie_by_another_port_of_this_host_is_refused(browser, keys):
     # Cookies do not tell ports apart, so a page on another port can set this host's _xsrf cookie and post
     # a form carrying the same value; SameSite counts both ports as one site and sends the session too.
-    issued = keys.create("Acme", "free")
+    issued = keys.create("Acme", "free", by="a test")
     await browser.log_in()
     tossed = "2|00000000|" + "41" * 16 + "|1795309073"
     browser.cookies["_xsrf"] = tossed
@@ -646,7 +646,7 @@ async def test_a_new_key_whose_row_is_gone_is_not_shown_and_breaks_nothing(brows
 
 
 async def test_the_listing_shows_requests_in_the_current_window(browser, api, keys):
-    issued = keys.create("Acme", "builder")
+    issued = keys.create("Acme", "builder", by="a test")
     for _ in range(2):
         await api("/api/v1/solar-time", headers={"X-API-Key": issued.key})
     await browser.log_in()
@@ -661,7 +661,7 @@ def labels_listed(page: str) -> list[str]:
 
 async def test_the_keys_are_listed_a_page_at_a_time_newest_first_and_can_be_found(browser, keys):
     for number in range(1, console.KEYS_PER_PAGE * 2 + 31):
-        keys.create(f"Client {number}" if number != 7 else "Acme 100% sundials_co", "free")
+        keys.create(f"Client {number}" if number != 7 else "Acme 100% sundials_co", "free", by="a test")
     await browser.log_in()
     first = browser.text(await browser.get("/console"))
     assert labels_listed(first)[:2] == ["Client 230", "Client 229"] and len(labels_listed(first)) == 100
@@ -683,7 +683,7 @@ async def test_the_keys_are_listed_a_page_at_a_time_newest_first_and_can_be_foun
     assert labels_listed(browser.text(await browser.get("/console?" + urlencode({"q": preview[:-1]})))) == [
         "Client 230"]
     # A whole key, as a client reports it, finds its own key, and only it: it was "No keys hold …".
-    issued = keys.create("Reported by a client", "free")
+    issued = keys.create("Reported by a client", "free", by="a test")
     whole = browser.text(await browser.get("/console?" + urlencode({"q": issued.key})))
     assert labels_listed(whole) == ["Reported by a client"]
     assert "Keys 1–1 of 1, newest first (the key searched for, given whole)." in whole
@@ -747,7 +747,7 @@ async def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(browser
 
 
 async def test_labels_are_escaped(browser, keys):
-    keys.create('<script>alert("x")</script>', "free")
+    keys.create('<script>alert("x")</script>', "free", by="a test")
     await browser.log_in()
     page = browser.text(await browser.get("/console"))
     assert "<script>alert" not in page
@@ -755,7 +755,7 @@ async def test_labels_are_escaped(browser, keys):
 
 
 async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, keys):
-    issued = keys.create("Acme", "free")
+    issued = keys.create("Acme", "free", by="a test")
     await browser.log_in()
     reply = await browser.post(f"/console/keys/{issued.record.id}/deactivate")
     assert reply.code == 303 and reply.headers["Location"] == "/console"
@@ -770,6 +770,38 @@ async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, 
     assert (await browser.post("/console/keys/999/deactivate")).code == 404
 
 
+async def test_each_change_of_a_key_in_the_console_is_one_audit_line_naming_the_client_as_the_access_log_does(
+        browser, app, keys, caplog):
+    # The access line alone said "POST /console/keys/1/deactivate": not which key, nor that it was the key 1 of then.
+    services = app.settings["services"]
+    services.settings = dataclasses.replace(services.settings, console="any", trust_proxy=True)
+    await browser.log_in()
+    caplog.set_level(logging.INFO, logger="solarserv.keys")
+    caplog.set_level(logging.INFO, logger="tornado.access")
+
+    async def post_through_the_proxy(path: str, form: dict):
+        fields = urlencode({**form, "_xsrf": await browser.form_token()})
+        return await browser._fetch(path, "POST", fields, {"X-Forwarded-For": "198.51.100.7"})
+
+    assert (await post_through_the_proxy("/console", {"label": "", "tier": "free"})).code == 400  # no change, no line
+    label = 'O\'Brien & "Sons"\u00a0Ltd'
+    assert (await post_through_the_proxy("/console", {"label": label, "tier": "pro", "rpm": "200"})).code == 303
+    key = KEY.search(browser.text(await browser.get("/console"))).group()
+    record = keys.find(key)
+    for action in ("deactivate", "deactivate", "activate", "activate"):
+        assert (await post_through_the_proxy(f"/console/keys/{record.id}/{action}", {})).code == 303
+    named, by = f"Key {record.id} ({record.preview}, “O'Brien & \"Sons\"\\xa0Ltd”)", "by the console (198.51.100.7)"
+    assert [(line.levelname, line.getMessage()) for line in caplog.records if line.name == "solarserv.keys"] == [
+        ("INFO", f"{named} created {by}: pro, 200 requests per minute"),
+        ("INFO", f"{named} deactivated {by}"),
+        ("INFO", f"{named} left inactive {by}: it already was"),
+        ("INFO", f"{named} reactivated {by}"),
+        ("INFO", f"{named} left active {by}: it already was"),
+    ]
+    assert f"303 POST /console/keys/{record.id}/activate (198.51.100.7)" in caplog.text  # the client, named alike
+    assert key not in caplog.text and hashlib.sha256(key.encode()).hexdigest() not in caplog.text
+
+
 def form_fields(page: str, action: str) -> dict[str, str]:
     """The hidden fields, but the XSRF token, of the page's form that posts to ``action``, as a browser sends them."""
     form = page.split(f'action="{action}"', 1)[1].split("</form>", 1)[0]
@@ -778,7 +810,7 @@ def form_fields(page: str, action: str) -> dict[str, str]:
 
 
 async def test_a_change_returns_to_the_page_of_keys_it_was_made_on(browser, keys):
-    issued = [keys.create(f"Client {number}", "free") for number in range(1, console.KEYS_PER_PAGE + 31)]
+    issued = [keys.create(f"Client {number}", "free", by="a test") for number in range(1, console.KEYS_PER_PAGE + 31)]
     await browser.log_in()
     search = "/console?" + urlencode({"q": "client", "page": 2})  # keys 101–130 of those found: Client 30 to 1
     oldest = issued[0].record
@@ -796,7 +828,7 @@ async def test_a_change_returns_to_the_page_of_keys_it_was_made_on(browser, keys
 
 
 async def test_a_change_is_refused_with_503_while_another_process_holds_the_write_lock(browser, keys, caplog):
-    issued = keys.create("Acme", "free")
+    issued = keys.create("Acme", "free", by="a test")
     await browser.log_in()
     await browser.get("/console")  # the page with the forms, and their XSRF cookie
     with another_process_writing(keys.path):
@@ -834,7 +866,7 @@ class FormAudit(html.parser.HTMLParser):
 
 
 async def test_every_input_is_labelled_and_every_action_is_a_button(browser, keys):
-    keys.create("Acme", "free")
+    keys.create("Acme", "free", by="a test")
     login_page = browser.text(await browser.get("/console/login"))
     await browser.log_in()
     fresh_key_page = browser.text(await browser.create_key({"label": "Beta", "tier": "free"}))

@@ -76,7 +76,7 @@ def widths(page: Page, selector: str) -> tuple[int, int]:
 
 def test_the_key_list_fits_a_320_px_screen_only_the_table_scrolling(browser, console_url, keys):
     # 320 CSS px is a 1280 px window at 400 % zoom (WCAG 1.4.10); a long label, as at 200 % zoom.
-    keys.create("Observatory of the University of Applied Solar Horology", "free")
+    keys.create("Observatory of the University of Applied Solar Horology", "free", by="a test")
     with console_page(browser, console_url, width=320) as page:
         assert widths(page, "html") == (320, 320)
         # The table does not fit, and scrolls within its own box: every column stays reachable.
@@ -87,8 +87,8 @@ def test_the_key_list_fits_a_320_px_screen_only_the_table_scrolling(browser, con
 def test_the_longest_labels_leave_every_column_in_view_on_a_desktop_screen(browser, console_url, keys):
     # A label of 100 characters without a space pushed the status and the buttons out of the table's view, on
     # every row: the operator scrolled sideways to deactivate any key.
-    keys.create("Wolfeschlegelsteinhausenbergerdorff" * 2 + "Wolfeschlegelsteinhausenberger", "free")
-    keys.create("Observatory " * 8, "free")
+    keys.create("Wolfeschlegelsteinhausenbergerdorff" * 2 + "Wolfeschlegelsteinhausenberger", "free", by="a test")
+    keys.create("Observatory " * 8, "free", by="a test")
     with console_page(browser, console_url) as page:
         table_width, shown_width = widths(page, ".table-wrap")
         assert table_width == shown_width

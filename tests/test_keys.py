@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
+import logging
 import re
 import sqlite3
 import stat
@@ -57,14 +58,14 @@ def store(tmp_path, clock):
 
 
 def test_a_new_key_is_tst_plus_43_random_url_safe_characters(store):
-    issued = store.create("Acme", "free")
+    issued = store.create("Acme", "free", by="a test")
     assert re.fullmatch(r"tst_[A-Za-z0-9_-]{43}", issued.key)
     assert issued.record.preview == issued.key[:8] + "…"
-    assert store.create("Acme", "free").key != issued.key
+    assert store.create("Acme", "free", by="a test").key != issued.key
 
 
 def test_only_the_digest_and_preview_are_stored(store):
-    issued = store.create("Acme", "builder")
+    issued = store.create("Acme", "builder", by="a test")
     reader = sqlite_utils.Database(store.path)
     row = reader["keys"].get(issued.record.id)
     reader.close()
@@ -82,13 +83,13 @@ def test_only_the_digest_and_preview_are_stored(store):
     ("free", None, 10), ("free", 10, 10), ("builder", None, 60), ("pro", 120, 120), ("pro", 300, 300),
 ])
 def test_tiers_give_their_rpm(store, tier, rpm, expected):
-    assert store.create("Acme", tier, rpm).record.rpm == expected
+    assert store.create("Acme", tier, rpm, by="a test").record.rpm == expected
 
 
 def test_the_specs_other_tier_names_issue_keys_of_those_tiers(store):
     # The spec's "Free/Dev" and "Pro/Commercial" tiers.
-    assert (store.create("Acme", "dev").record.tier, store.create("Acme", "commercial", 200).record.tier) == (
-        "free", "pro")
+    assert (store.create("Acme", "dev", by="a test").record.tier,
+            store.create("Acme", "commercial", 200, by="a test").record.tier) == ("free", "pro")
 
 
 @pytest.mark.parametrize(("tier", "rpm", "message"), [
@@ -101,7 +102,7 @@ def test_the_specs_other_tier_names_issue_keys_of_those_tiers(store):
 ])
 def test_anything_else_is_refused_with_a_clear_message(store, tier, rpm, message):
     with pytest.raises(KeyStoreError, match=re.escape(message)):
-        store.create("Acme", tier, rpm)
+        store.create("Acme", tier, rpm, by="a test")
     assert store.all() == []
 
 
@@ -113,20 +114,20 @@ def test_anything_else_is_refused_with_a_clear_message(store, tier, rpm, message
 ])
 def test_labels_are_checked(store, label, message):
     with pytest.raises(KeyStoreError, match=message):
-        store.create(label, "free")
+        store.create(label, "free", by="a test")
 
 
 def test_a_key_is_recognised_only_while_active(store):
-    issued = store.create("Acme", "free")
+    issued = store.create("Acme", "free", by="a test")
     assert store.active_key(issued.key) == issued.record
-    store.set_status(issued.record.id, "inactive")
+    store.set_status(issued.record.id, "inactive", by="a test")
     assert store.active_key(issued.key) is None
-    store.set_status(issued.record.id, "active")
+    store.set_status(issued.record.id, "active", by="a test")
     assert store.active_key(issued.key).status == "active"
 
 
 def test_unknown_and_malformed_keys_are_not_recognised(store):
-    issued = store.create("Acme", "free")
+    issued = store.create("Acme", "free", by="a test")
     same_preview = issued.key[:-1] + ("A" if issued.key[-1] != "A" else "B")
     for key in (same_preview, "tst_" + "x" * 43, issued.key[:-1], issued.key + "x", "", "tst_…",
                 issued.key.upper()):
@@ -136,16 +137,16 @@ def test_unknown_and_malformed_keys_are_not_recognised(store):
 def test_another_process_sees_new_and_deactivated_keys_at_once(store):
     other_process = KeyStore(store.path)
     try:
-        issued = store.create("Acme", "free")
+        issued = store.create("Acme", "free", by="a test")
         assert other_process.active_key(issued.key) == issued.record
-        store.set_status(issued.record.id, "inactive")
+        store.set_status(issued.record.id, "inactive", by="a test")
         assert other_process.active_key(issued.key) is None
     finally:
         other_process.close()
 
 
 def test_find_by_id_or_preview(store):
-    issued = store.create("Acme", "free")
+    issued = store.create("Acme", "free", by="a test")
     record = issued.record
     assert store.find(str(record.id)) == record
     assert store.find(record.preview) == record
@@ -159,22 +160,22 @@ def test_find_by_id_or_preview(store):
     with pytest.raises(KeyStoreError, match="No key has the id or preview '99'"):
         store.find("99")
     with pytest.raises(KeyStoreError, match="No key has"):
-        store.set_status(99, "inactive")
+        store.set_status(99, "inactive", by="a test")
     for beyond_sqlite in ("9" * 20, "9" * 5000):  # larger than any id SQLite can hold
         with pytest.raises(KeyStoreError, match="No key has"):
             store.find(beyond_sqlite)
     with pytest.raises(KeyStoreError, match="No key has"):
-        store.set_status(10**20, "inactive")
+        store.set_status(10**20, "inactive", by="a test")
     with pytest.raises(KeyStoreError, match="active or inactive"):
-        store.set_status(record.id, "paused")
+        store.set_status(record.id, "paused", by="a test")
 
 
 def test_a_taken_preview_is_drawn_again(store, monkeypatch):
-    first = store.create("Acme", "free")
+    first = store.create("Acme", "free", by="a test")
     clash = first.key[4:8] + "z" * 39  # a different key with the same preview
     draws = iter([clash, "A" * 43])
     monkeypatch.setattr(keys_module.secrets, "token_urlsafe", lambda size: next(draws))
-    second = store.create("Beta", "free")
+    second = store.create("Beta", "free", by="a test")
     assert second.key == "tst_" + "A" * 43
     assert [key.label for key in store.all()] == ["Acme", "Beta"]
 
@@ -212,7 +213,7 @@ def is_closed(db: sqlite_utils.Database) -> bool:
 
 def test_a_new_store_is_readable_by_its_owner_alone_and_an_existing_one_keeps_its_mode(tmp_path):
     store = KeyStore.open(tmp_path / "new")
-    store.create("Acme", "free")  # a write: the -wal and -shm files exist now
+    store.create("Acme", "free", by="a test")  # a write: the -wal and -shm files exist now
     assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in (tmp_path / "new").iterdir()} == {
         "keys.db": 0o600, "keys.db-wal": 0o600, "keys.db-shm": 0o600}
     store.close()
@@ -285,7 +286,7 @@ def server_store(tmp_path):
 
 
 def test_lookups_go_on_while_another_process_holds_the_write_lock(server_store):
-    issued = server_store.create("Acme", "free")
+    issued = server_store.create("Acme", "free", by="a test")
     session = server_store.start_session(lifetime_seconds=600)
     with another_process_writing(server_store.path):
         # WAL: readers see the last committed state and never wait for the writer.
@@ -298,10 +299,10 @@ def test_lookups_go_on_while_another_process_holds_the_write_lock(server_store):
 def test_a_server_gives_up_a_write_quickly_while_another_process_holds_the_lock(server_store):
     with another_process_writing(server_store.path):
         with pytest.raises(KeyStoreBusy, match="locked by another process's write"):
-            server_store.create("Acme", "free")
+            server_store.create("Acme", "free", by="a test")
         with pytest.raises(KeyStoreBusy):
             server_store.start_session(lifetime_seconds=600)
-    assert server_store.create("Acme", "free").record.status == "active"
+    assert server_store.create("Acme", "free", by="a test").record.status == "active"
 
 
 def test_the_cli_waits_out_another_process_holding_the_write_lock(tmp_path):
@@ -311,7 +312,7 @@ def test_the_cli_waits_out_another_process_holding_the_write_lock(tmp_path):
         with contextlib.closing(KeyStore.open(tmp_path)) as cli_store:  # as `solarserv keys` opens it
             opened.set()
             writer_started.wait()
-            created.append(cli_store.create("Acme", "free"))
+            created.append(cli_store.create("Acme", "free", by="a test"))
 
     cli_thread = threading.Thread(target=cli)
     cli_thread.start()
@@ -363,7 +364,7 @@ def test_a_write_whose_commit_fails_is_rolled_back_and_lets_go_of_the_lock(store
         store._db.execute("insert into children values (1)")
     assert not store._db.conn.in_transaction
     assert store._db.execute("select count(*) from children").fetchone() == (0,)
-    assert store.create("Acme", "free").record.status == "active"
+    assert store.create("Acme", "free", by="a test").record.status == "active"
 
 
 # The `solarserv keys` commands, on the same data dir a server would use.
@@ -475,6 +476,41 @@ def test_cli_deactivates_by_preview_and_activates_by_id(capsys, tmp_path):
     assert status == 1 and "No key has the id or preview 'tst_none'" in err
 
 
+def audit_lines(caplog) -> list[tuple[str, str]]:
+    return [(line.levelname, line.getMessage()) for line in caplog.records if line.name == "solarserv.keys"]
+
+
+def test_each_change_of_a_key_by_the_cli_is_one_audit_line_without_the_key(capsys, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="solarserv.keys")
+    _, out, _ = run(capsys, tmp_path, "create", "--label", "Acme", "--tier", "pro", "--rpm", "150", "--json")
+    created = json.loads(out)
+    for action in ("deactivate", "deactivate", "activate", "activate"):
+        assert run(capsys, tmp_path, action, created["key"])[0] == 0
+    assert run(capsys, tmp_path, "deactivate", "tst_none")[0] == 1  # no key, no change: no line
+    named = f"Key {created['id']} ({created['preview']}, “Acme”)"
+    assert audit_lines(caplog) == [
+        ("INFO", f"{named} created by the CLI: pro, 150 requests per minute"),
+        ("INFO", f"{named} deactivated by the CLI"),
+        ("INFO", f"{named} left inactive by the CLI: it already was"),
+        ("INFO", f"{named} reactivated by the CLI"),
+        ("INFO", f"{named} left active by the CLI: it already was"),
+    ]
+    assert created["key"] not in caplog.text and hashlib.sha256(created["key"].encode()).hexdigest() not in caplog.text
+
+
+def test_a_key_pasted_into_a_label_stays_out_of_the_audit_line(store, caplog):
+    caplog.set_level(logging.INFO, logger="solarserv.keys")
+    pasted = store.create("Acme", "free", by="a test").key
+    issued = store.create(f"Acme, replacing {pasted}", "free", by="a test")
+    store.set_status(issued.record.id, "inactive", by="a test")
+    assert pasted not in caplog.text
+    assert audit_lines(caplog)[1:] == [
+        ("INFO", f"Key 2 ({issued.record.preview}, “Acme, replacing tst_…”) created by a test: free, 10 requests per "
+                 "minute"),
+        ("INFO", f"Key 2 ({issued.record.preview}, “Acme, replacing tst_…”) deactivated by a test"),
+    ]
+
+
 def test_the_cli_refuses_a_data_dir_without_a_key_store_except_to_create_one(capsys, tmp_path):
     # A mistyped --data-dir would list an empty new store, or deactivate nothing, and look fine.
     for command in (["list"], ["deactivate", "1"], ["activate", "1"]):
@@ -548,7 +584,7 @@ def test_a_key_store_this_user_cannot_write_is_one_line_naming_it(tmp_path, read
     data_dir.mkdir()
     if read_only == "keys.db":
         store = KeyStore.open(data_dir)
-        store.create("Acme", "free")
+        store.create("Acme", "free", by="a test")
         store.close()
     (data_dir / read_only).chmod(mode)
     done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "keys", *command, "--data-dir",

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
 import tornado.web
 
 from solarserv.errors import ApiError, malformed
-from solarserv.keys import KEY_PREFIX, KeyStoreBusy
+from solarserv.keys import KEY_PREFIX, KeyStoreBusy, without_keys
 from solarserv.text import TARGET_SHOWN, escaped, shortened
 from solarserv.web import access
 
@@ -29,8 +28,6 @@ CONSOLE_PATH = "/console"
 
 # Query parameters whose value may be a secret (request_summary), as written with "_" for "-" in lower case.
 _SECRET_PARAMETERS = frozenset({"token", "api_key", "apikey", "x_api_key", "key"})
-# An API key, or the start of one, in a message that quotes what the client sent (a key sent as a place name).
-_KEY_SHAPED = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_-]*")
 
 
 @tornado.web.stream_request_body  # only so that solarserv.web.body's BodyReader decides when the handler starts
@@ -133,9 +130,9 @@ class BaseHandler(tornado.web.RequestHandler):
         the request as the access log does (request_summary), and keep the traceback."""
         if isinstance(value, ApiError):
             # An answer the client is meant to get, not a fault: one line, no traceback. The message may quote what
-            # the client sent (a 415 its Content-Encoding).
+            # the client sent (a 415 its Content-Encoding, a key sent as a place name).
             log.info("%s → %d %s: %s", request_summary(self), value.status, value.code,
-                     escaped(_KEY_SHAPED.sub(KEY_PREFIX + "…", value.message)))
+                     escaped(without_keys(value.message)))
         elif isinstance(value, KeyStoreBusy):
             # Answered 503 "try again" (the console's write_error): another process's doing, not a fault.
             log.warning("%s → 503: %s", request_summary(self), value)
@@ -164,9 +161,14 @@ def request_summary(handler: tornado.web.RequestHandler) -> str:
     request = handler.request
     holds_secret = (request.path.lower().startswith(CONSOLE_PATH) or KEY_PREFIX in request.query
                     or any(name.lower().replace("-", "_") in _SECRET_PARAMETERS for name in request.query_arguments))
-    client = access.client_ip(request, handler.application.settings["services"].settings.trust_proxy)
     target = request.path if holds_secret else request.uri
-    return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({escaped(shortened(client))})"
+    return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({client_shown(handler)})"
+
+
+def client_shown(handler: tornado.web.RequestHandler) -> str:
+    """The client's address as every log line about a request shows it (request_summary): shortened and escaped."""
+    client = access.client_ip(handler.request, handler.application.settings["services"].settings.trust_proxy)
+    return escaped(shortened(client))
 
 
 # Scripts on any site may call the API (CORS), and read the answer's limits. "*" is safe: the API reads no

@@ -45,7 +45,7 @@ from solarserv.keys import (
 )
 from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
-from solarserv.web.base import CONSOLE_PATH, BaseHandler
+from solarserv.web.base import CONSOLE_PATH, BaseHandler, client_shown
 
 LOGIN_PATH = "/console/login"
 LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
@@ -221,6 +221,11 @@ class ConsoleHandler(BaseHandler):
                     remote=status_code == 403 and self._refused_as_remote(),
                     off=self.services.settings.console == "off")
 
+    def operator(self) -> str:
+        """Who changes a key from this page, as the key store's audit line names them: the console, and its client
+        as the access log shows it."""
+        return f"the console ({client_shown(self)})"
+
     def _refuse_unless_served(self) -> None:
         """CONSOLE=off: 404 on every console path; CONSOLE=local: 403 to a client elsewhere."""
         if self.services.settings.console == "off":
@@ -360,7 +365,7 @@ class KeysHandler(ConsoleHandler):
         form = {name: self.get_body_argument(name, "").strip() for name in ("label", "tier", "rpm")}
         try:
             rpm = _form_rpm(form["rpm"])
-            issued = self.services.keys.create(form["label"], form["tier"], rpm)
+            issued = self.services.keys.create(form["label"], form["tier"], rpm, by=self.operator())
         except KeyStoreError as exc:
             self.set_status(400)
             await self._keys_page(error=str(exc), error_field=exc.field, form=form)
@@ -407,7 +412,8 @@ class KeyStatusHandler(ConsoleHandler):
 
     def post(self, key_id: str, action: str) -> None:
         try:
-            self.services.keys.set_status(int(key_id), ACTIVE if action == "activate" else INACTIVE)
+            self.services.keys.set_status(int(key_id), ACTIVE if action == "activate" else INACTIVE,
+                                          by=self.operator())
         except KeyStoreError:
             raise tornado.web.HTTPError(404) from None
         # Back to the page of keys the form was on (its search and page travel in the form), not the first of all.
