@@ -227,7 +227,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("narratives_dir", "NARRATIVES_DIR", "--narratives-dir", Path, None,
             "Directory of templates that override the built-in narratives.", commands=(SERVE, CALC, PLUGINS)),
     Setting("plugins_allow", "SOLARSERV_PLUGINS", None, str, None,
-            "Comma-separated allow-list of installed plugin names; set but empty: none; unset: all load.",
+            "Comma-separated allow-list of installed plugins' entry-point names; set but empty: none; unset: all load.",
             empty_is_value=True, commands=(SERVE, CALC, PLUGINS)),
     Setting("plugin_timeout", "PLUGIN_TIMEOUT", None, _positive_float, 2.0,
             "Seconds a request waits for third-party plugins before answering with the built-in texts.",

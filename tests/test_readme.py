@@ -25,14 +25,15 @@ def readme_settings_rows() -> dict[str, list[str]]:
     return rows
 
 
-def test_every_setting_is_in_the_readme_table_with_its_flag_default_and_commands():
+def test_every_setting_is_in_the_readme_table_with_its_flag_default_commands_and_meaning():
     rows = readme_settings_rows()
     assert set(rows) == {setting.env for setting in config.SETTINGS}
     for setting in config.SETTINGS:
-        flag, default, commands, _ = rows[setting.env]
+        flag, default, commands, meaning = rows[setting.env]
         assert flag == (f"`{setting.flag}`" if setting.flag else "—"), setting.env
         assert default == config.shown_default(setting), setting.env
         assert commands == config.shown_commands(setting), setting.env
+        assert meaning == setting.help, f"{setting.env}: README and `solarserv serve --help` say different things"
 
 
 def test_the_two_commands_are_given():
