@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     calc_parser.add_argument("--json", action="store_true", help="print the exact API JSON")
     calc_parser.set_defaults(command=calc)
 
-    plugins_parser = commands.add_parser("plugins", help="list the loaded plugins and their hooks")
+    plugins_parser = commands.add_parser("plugins", help="list the plugins, those left out too, and their hooks")
     plugins_parser.add_argument("--json", action="store_true", help="print JSON")
     plugins_parser.set_defaults(command=list_plugins)
 
