@@ -20,6 +20,8 @@ _HIDDEN_CATEGORIES = frozenset({"Cc", "Cs", "Co", "Cn", "Zl", "Zp"})
 # right-to-left scripts needs none of them. Other format characters stay allowed: Persian writes U+200C
 # (zero-width non-joiner) inside words.
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Nonspacing and enclosing marks, drawn over the character before them, and format characters take no column.
+_ZERO_WIDTH_CATEGORIES = frozenset({"Mn", "Me", "Cf"})
 
 
 def has_hidden_characters(text: str) -> bool:
@@ -30,8 +32,9 @@ def has_hidden_characters(text: str) -> bool:
 
 def terminal_width(text: str) -> int:
     """The columns ``text`` takes on a terminal, as wcswidth counts them: two for a wide or full-width character
-    (CJK, most emoji), none for a combining mark or a format character (a zero-width joiner), one for the rest."""
-    return sum(0 if unicodedata.combining(character) or unicodedata.category(character) == "Cf"
+    (CJK, most emoji), none for a combining mark or a format character (a zero-width joiner), one for the rest.
+    A mark is known by its category, not its combining class, which is 0 for Thai's vowel marks and a keycap's."""
+    return sum(0 if unicodedata.category(character) in _ZERO_WIDTH_CATEGORIES
                else 2 if unicodedata.east_asian_width(character) in "WF" else 1 for character in text)
 
 

@@ -429,6 +429,22 @@ def test_cli_list_lines_up_its_columns_on_a_terminal_whatever_the_labels_letters
     ]
 
 
+def test_cli_list_lines_up_labels_whose_marks_have_no_combining_class(capsys, tmp_path):
+    # Thai's vowel marks above a letter and an enclosing keycap take no column of a terminal either, though their
+    # combining class is 0: counted as one each, the row of สวัสดี stood two columns off the others'.
+    for label in ("Acme", "สวัสดี Sol", "Key 1\u20e3"):
+        run(capsys, tmp_path, "create", "--label", label, "--tier", "free")
+    status, out, _ = run(capsys, tmp_path, "list")
+    out = re.sub(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", "YYYY-MM-DD", re.sub(r"tst_.{4}…", "tst_abcd…", out))
+    # สวัสดี Sol takes 8 columns, the widest: each label is followed by spaces to 8, then two.
+    assert status == 0 and out.splitlines() == [
+        "ID  Label" + " " * 5 + "Key preview  Tier  RPM  Created     Status",
+        "1   Acme" + " " * 6 + "tst_abcd…    free  10   YYYY-MM-DD  active",
+        "2   สวัสดี Sol" + " " * 2 + "tst_abcd…    free  10   YYYY-MM-DD  active",
+        "3   Key 1\u20e3" + " " * 5 + "tst_abcd…    free  10   YYYY-MM-DD  active",
+    ]
+
+
 def test_the_tiers_that_take_a_chosen_rpm_come_from_the_tier_table(capsys, tmp_path, monkeypatch):
     monkeypatch.setitem(TIERS, "team", Tier("team", 20, 40))
     with pytest.raises(SystemExit):
