@@ -175,7 +175,8 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
 
 def _check_before_binding(settings: Any) -> None:
     """Refuse, before the port is bound, what would stop every worker: a data dir this user cannot write, a key
-    store it cannot use, a Redis that refuses REDIS_URL; and an admin token too short for a console on."""
+    store it cannot use, a Redis that refuses REDIS_URL; and, for a console on, an admin token too short or one the
+    login form cannot be given (a space at an end, a control character)."""
     from solarserv.ratelimit import redis_refusal
 
     token = settings.admin_token
