@@ -87,6 +87,17 @@ def test_serve_refuses_an_empty_cookie_secret_in_one_line_before_it_binds(capsys
         "the next start (ending every console session)"]
 
 
+def test_serve_refuses_a_cookie_secret_that_is_not_text_in_one_line_before_it_binds(capsys, tmp_path, monkeypatch):
+    # Bytes written in its place (`head -c 32 /dev/urandom > cookie_secret`) stopped serve with a UnicodeDecodeError
+    # traceback.
+    (tmp_path / "cookie_secret").write_bytes(b"\xde\xad\xbe\xef" * 8)
+    monkeypatch.setattr("solarserv.cli._bind", lambda settings: pytest.fail("serve went on to bind its port"))
+    status, _, err = run(capsys, tmp_path, "serve", "--port", "0")
+    assert status == 2 and err.splitlines() == [
+        f"solarserv: SettingsError: {tmp_path / 'cookie_secret'} is not text (UTF-8): delete it, and a new secret is "
+        "made at the next start (ending every console session)"]
+
+
 @pytest.mark.parametrize("unusable", [lambda path: path.write_text(""), Path.mkdir], ids=["empty", "unreadable"])
 def test_a_server_without_a_console_does_not_read_the_cookie_secret(capsys, new_data_dir, monkeypatch, unusable):
     # As the admin token's checks do, the secret's apply to a console that is on: CONSOLE=off signs no cookie.

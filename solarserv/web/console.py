@@ -143,15 +143,17 @@ def persisted_secret(path: Path) -> str:
 
 
 def _secret_in(path: Path) -> str:
+    remade = "delete it, and a new secret is made at the next start (ending every console session)"
     try:
-        secret = path.read_text().strip()
+        secret = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         raise  # persisted_secret makes one
     except OSError as exc:  # one left by another user (`sudo solarserv serve`), mode 0600; a directory
         raise SettingsError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:  # bytes written in its place (`head -c 32 /dev/urandom > cookie_secret`)
+        raise SettingsError(f"{path} is not text (UTF-8): {remade}") from None
     if not secret:  # Tornado would refuse it at every console page, a 500 each
-        raise SettingsError(f"{path} is empty: delete it, and a new secret is made at the next start (ending every "
-                            "console session)")
+        raise SettingsError(f"{path} is empty: {remade}")
     return secret
 
 
