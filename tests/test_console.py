@@ -765,7 +765,8 @@ async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, 
     await browser.post(f"/console/keys/{issued.record.id}/activate")
     answer = await api("/api/v1/solar-time", headers={"X-API-Key": issued.key})
     assert "X-API-Key-Status" not in answer.headers and answer.headers["X-RateLimit-Limit"] == "10"
-    for unknown in (issued.record.id + 1, 10**20):  # 10**20 is beyond any id SQLite can hold
+    # 10**20 is beyond any id SQLite can hold; 5,000 digits beyond what Python converts to an int (a 500 it was).
+    for unknown in (issued.record.id + 1, 10**20, "9" * 5000):
         assert (await browser.post(f"/console/keys/{unknown}/deactivate")).code == 404
     assert (await browser.post("/console/keys/999/deactivate")).code == 404
 

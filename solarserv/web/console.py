@@ -414,8 +414,9 @@ class KeyStatusHandler(ConsoleHandler):
 
     def post(self, key_id: str, action: str) -> None:
         try:
-            self.services.keys.set_status(int(key_id), ACTIVE if action == "activate" else INACTIVE,
-                                          by=self.operator())
+            # Found by the store, which takes an id of any length (beyond SQLite's integers, or Python's conversion).
+            key = self.services.keys.find(key_id)
+            self.services.keys.set_status(key.id, ACTIVE if action == "activate" else INACTIVE, by=self.operator())
         except KeyStoreError:
             raise tornado.web.HTTPError(404) from None
         # Back to the page of keys the form was on (its search and page travel in the form), not the first of all.
