@@ -33,6 +33,7 @@ from typing import Any
 import pluggy
 
 from solarserv import config, hookspecs
+from solarserv.text import and_list
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +114,7 @@ def _settle_exclusive_blocks(manager: pluggy.PluginManager) -> None:
         claimants = [impl.plugin_name for impl in getattr(manager.hook, hook).get_hookimpls()]
         third_party = [name for name in claimants if name not in BUILTIN_PLUGINS]
         if len(third_party) > 1:
-            names = f"{', '.join(third_party[:-1])} and {third_party[-1]}"
-            raise PluginConflict(f"plugins {names} {'both' if len(third_party) == 2 else 'all'} write the {block} "
-                                 "block; keep only one of them")
+            raise PluginConflict(f"plugins {_each_of(third_party)} write the {block} block; keep only one of them")
         if not third_party:
             continue
         for builtin in (name for name in claimants if name in BUILTIN_PLUGINS):
@@ -167,10 +166,13 @@ def _refuse_shared_names(entry_points: importlib.metadata.EntryPoints, allowed: 
             owners.setdefault(entry_point.name, []).append(f"{dist.name} {dist.version}" if dist else entry_point.value)
     for name, dists in owners.items():
         if len(dists) > 1:
-            dists.sort()
-            raise PluginConflict(f"distributions {', '.join(dists[:-1])} and {dists[-1]} "
-                                 f"{'both' if len(dists) == 2 else 'all'} install a plugin named {name}; "
-                                 "keep only one of them")
+            raise PluginConflict(f"distributions {_each_of(sorted(dists))} install a plugin named {name}; keep only "
+                                 "one of them")
+
+
+def _each_of(names: list[str]) -> str:
+    """The parties to a conflict, as its message names them: "a and b both", "a, b and c all"."""
+    return f"{and_list(names)} {'both' if len(names) == 2 else 'all'}"
 
 
 def _load_directory(manager: pluggy.PluginManager, directory: Path, not_loaded: dict[str, str]) -> None:

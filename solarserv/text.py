@@ -5,7 +5,7 @@ shows it (``terminal_width``)."""
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 # The longest a client's value (a date, a time, a number, a header) is quoted whole: any that is meant.
 VALUE_SHOWN = 40
@@ -28,6 +28,12 @@ def has_hidden_characters(text: str) -> bool:
     # Every hidden character is one str.isprintable() refuses (Unicode's "Other" and "Separator" but the space), so
     # a printable text, nearly every one, is decided in C; a character at a time cost 70 µs on an answer's texts.
     return not text.isprintable() and any(_hidden(character) for character in text)
+
+
+def and_list(items: Sequence[str]) -> str:
+    """``items`` as a sentence lists them: "a", "a and b", "a, b and c"."""
+    *others, last = items
+    return f"{', '.join(others)} and {last}" if others else last
 
 
 def terminal_width(text: str) -> int:
