@@ -55,13 +55,18 @@ def test_serve_refuses_an_admin_token_under_20_characters_without_showing_it(cap
     # Only a console uses the token: the other commands, and a server without one, take it.
     assert run(capsys, data_dir, *PARIS_ARGS)[0] == 0
     assert run(capsys, data_dir, "keys", "list")[0] == 0
+    assert serve_reaches_binding(capsys, data_dir, monkeypatch, "--console", "off")
+
+
+def serve_reaches_binding(capsys, data_dir, monkeypatch, *flags: str) -> bool:
+    """Whether ``serve`` with ``flags`` gets past its checks to binding its port (where it is stopped)."""
     def reached_binding(settings):
         raise SystemExit(7)
 
     monkeypatch.setattr("solarserv.cli._bind", reached_binding)
-    with pytest.raises(SystemExit) as stopped:  # past the checks, at binding the port
-        run(capsys, data_dir, "serve", "--port", "0", "--console", "off")
-    assert stopped.value.code == 7
+    with pytest.raises(SystemExit) as stopped:
+        run(capsys, data_dir, "serve", "--port", "0", *flags)
+    return stopped.value.code == 7
 
 
 @pytest.mark.parametrize("token", ["s3cret-admin-token-0123\r", " s3cret-admin-token-0123", "s3cret-admin\ttoken-0123"],
@@ -102,14 +107,7 @@ def test_serve_refuses_a_cookie_secret_that_is_not_text_in_one_line_before_it_bi
 def test_a_server_without_a_console_does_not_read_the_cookie_secret(capsys, new_data_dir, monkeypatch, unusable):
     # As the admin token's checks do, the secret's apply to a console that is on: CONSOLE=off signs no cookie.
     unusable(new_data_dir / "cookie_secret")
-
-    def reached_binding(settings):
-        raise SystemExit(7)
-
-    monkeypatch.setattr("solarserv.cli._bind", reached_binding)
-    with pytest.raises(SystemExit) as stopped:  # past the checks, at binding the port
-        run(capsys, new_data_dir, "serve", "--port", "0", "--console", "off")
-    assert stopped.value.code == 7
+    assert serve_reaches_binding(capsys, new_data_dir, monkeypatch, "--console", "off")
 
 
 def test_calc_prints_readable_text(capsys, data_dir):

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -412,15 +413,20 @@ def test_cli_create_without_json_shows_the_key_and_says_it_is_shown_once(capsys,
     assert key not in out and key[:8] + "…" in out and "Acme" in out and "free" in out
 
 
+def listed(capsys, tmp_path, labels: Sequence[str]) -> list[str]:
+    """`keys list`'s lines after creating keys with ``labels``, previews and dates written alike."""
+    for label in labels:
+        run(capsys, tmp_path, "create", "--label", label, "--tier", "free")
+    status, out, _ = run(capsys, tmp_path, "list")
+    assert status == 0
+    return re.sub(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", "YYYY-MM-DD", re.sub(r"tst_.{4}…", "tst_abcd…", out)).splitlines()
+
+
 def test_cli_list_lines_up_its_columns_on_a_terminal_whatever_the_labels_letters(capsys, tmp_path):
     # A character of East Asian width takes two columns of a terminal, a combining accent none: counted as one
     # each, the previews of those rows stood a column or two off the others'.
-    for label in ("Acme", "日時計 Sundial", "🌞 Sol", "Cafe\u0301 Soleil"):
-        run(capsys, tmp_path, "create", "--label", label, "--tier", "free")
-    status, out, _ = run(capsys, tmp_path, "list")
-    out = re.sub(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", "YYYY-MM-DD", re.sub(r"tst_.{4}…", "tst_abcd…", out))
     # The widest label, 日時計 Sundial, takes 14 columns; each label is followed by spaces to 14, then two.
-    assert status == 0 and out.splitlines() == [
+    assert listed(capsys, tmp_path, ("Acme", "日時計 Sundial", "🌞 Sol", "Cafe\u0301 Soleil")) == [
         "ID  Label" + " " * 11 + "Key preview  Tier  RPM  Created     Status",
         "1   Acme" + " " * 12 + "tst_abcd…    free  10   YYYY-MM-DD  active",
         "2   日時計 Sundial" + " " * 2 + "tst_abcd…    free  10   YYYY-MM-DD  active",
@@ -432,12 +438,8 @@ def test_cli_list_lines_up_its_columns_on_a_terminal_whatever_the_labels_letters
 def test_cli_list_lines_up_labels_whose_marks_have_no_combining_class(capsys, tmp_path):
     # Thai's vowel marks above a letter and an enclosing keycap take no column of a terminal either, though their
     # combining class is 0: counted as one each, the row of สวัสดี stood two columns off the others'.
-    for label in ("Acme", "สวัสดี Sol", "Key 1\u20e3"):
-        run(capsys, tmp_path, "create", "--label", label, "--tier", "free")
-    status, out, _ = run(capsys, tmp_path, "list")
-    out = re.sub(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", "YYYY-MM-DD", re.sub(r"tst_.{4}…", "tst_abcd…", out))
     # สวัสดี Sol takes 8 columns, the widest: each label is followed by spaces to 8, then two.
-    assert status == 0 and out.splitlines() == [
+    assert listed(capsys, tmp_path, ("Acme", "สวัสดี Sol", "Key 1\u20e3")) == [
         "ID  Label" + " " * 5 + "Key preview  Tier  RPM  Created     Status",
         "1   Acme" + " " * 6 + "tst_abcd…    free  10   YYYY-MM-DD  active",
         "2   สวัสดี Sol" + " " * 2 + "tst_abcd…    free  10   YYYY-MM-DD  active",
