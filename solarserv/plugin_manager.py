@@ -33,7 +33,7 @@ from typing import Any
 import pluggy
 
 from solarserv import config, hookspecs
-from solarserv.text import and_list
+from solarserv.text import in_words
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def _refuse_shared_names(entry_points: importlib.metadata.EntryPoints, allowed: 
 
 def _each_of(names: list[str]) -> str:
     """The parties to a conflict, as its message names them: "a and b both", "a, b and c all"."""
-    return f"{and_list(names)} {'both' if len(names) == 2 else 'all'}"
+    return f"{in_words(names)} {'both' if len(names) == 2 else 'all'}"
 
 
 def _load_directory(manager: pluggy.PluginManager, directory: Path, not_loaded: dict[str, str]) -> None:

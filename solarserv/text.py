@@ -30,10 +30,10 @@ def has_hidden_characters(text: str) -> bool:
     return not text.isprintable() and any(_hidden(character) for character in text)
 
 
-def and_list(items: Sequence[str]) -> str:
-    """``items`` as a sentence lists them: "a", "a and b", "a, b and c"."""
+def in_words(items: Sequence[str], conjunction: str = "and") -> str:
+    """``items`` as a sentence lists them: "a", "a and b", "a, b and c" (or "a, b or c")."""
     *others, last = items
-    return f"{', '.join(others)} and {last}" if others else last
+    return f"{', '.join(others)} {conjunction} {last}" if others else last
 
 
 def terminal_width(text: str) -> int:

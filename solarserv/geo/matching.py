@@ -14,6 +14,7 @@ from typing import Any
 from solarserv.errors import ApiError
 from solarserv.geo import Located
 from solarserv.models import Place
+from solarserv.text import in_words
 
 # Latin letters that Unicode does not decompose into a base letter plus an accent.
 _UNDECOMPOSED_LETTERS = str.maketrans({
@@ -206,12 +207,8 @@ def not_found(asked: str, suggestions: Sequence[str] = (), reason: str = "") -> 
     names are also in ``suggestions``, always a list, so that a client can offer them without reading English."""
     message = f"No place found for '{asked}'{': ' + reason if reason else ''}."
     if suggestions:
-        message += f" Did you mean {_or_list(suggestions)}?"
+        quoted = [f"'{name}'" for name in suggestions]
+        message += f" Did you mean {in_words(quoted, 'or')}?"
     if _POINT_AS_TEXT.fullmatch(asked):
         message += " To ask for a point, send its latitude and longitude as numbers, without place_name."
     return ApiError("PLACE_NOT_FOUND", 404, message, suggestions=list(suggestions))
-
-
-def _or_list(items: Sequence[str]) -> str:
-    quoted = [f"'{item}'" for item in items]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"

@@ -17,7 +17,7 @@ import tornado.web
 
 from solarserv.errors import ApiError, malformed
 from solarserv.keys import KEY_PREFIX, KeyStoreBusy, without_keys
-from solarserv.text import TARGET_SHOWN, and_list, escaped, shortened
+from solarserv.text import TARGET_SHOWN, escaped, in_words, shortened
 from solarserv.web import access
 
 log = logging.getLogger("solarserv.web")
@@ -256,7 +256,7 @@ class ApiHandler(BaseHandler):
 
     def _method_not_answered(self) -> ApiError:
         """405 naming the method refused and those answered here, as the Allow header does (set_allow_header)."""
-        answered = and_list(self.answered_methods() or ["no method"])
+        answered = in_words(self.answered_methods() or ["no method"])
         return ApiError("METHOD_NOT_ALLOWED", 405, f"{self.request.method} is not answered at "
                         f"{shortened(self.request.path, longest=TARGET_SHOWN)}, which answers {answered}.")
 
