@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     except config.SettingsError as exc:
         # A value, often from the environment, not the command line's shape: one line, without the usage of the
         # top command that parser.error prints first.
-        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+        _refuse(parser, exc)
+        return 2
     configure_logging(settings)
     try:
         return args.command(settings, args)
@@ -73,12 +74,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (KeyStoreError, KeyStoreBusy, KeyStoreUnusable) as exc:
         # The key store refused, was locked or cannot be used, in any command: one line in its words.
-        print(f"error: {exc}", file=sys.stderr)
+        _refuse(parser, exc)
         return 1
     except (config.SettingsError, PluginConflict, TemplateLoadError) as exc:
         # Problems an operator fixes or retries (a port in use, plugins, templates): one line, not a traceback.
-        print(f"solarserv: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _refuse(parser, exc)
         return 2
+
+
+def _refuse(parser: argparse.ArgumentParser, exc: Exception) -> None:
+    """One line on stderr in the shape of argparse's own refusals, whatever was refused and when."""
+    print(f"{parser.prog}: error: {exc}", file=sys.stderr)
 
 
 def configure_logging(settings: Any) -> None:

@@ -349,7 +349,7 @@ def test_a_migration_that_cannot_get_the_write_lock_is_one_line_and_leaves_no_co
     with another_process_writing(tmp_path / "keys.db"):
         status, out, err = run(capsys, tmp_path, "list")
     assert status == 1 and out == ""
-    assert err.startswith("error: The key store ") and err.count("\n") == 1
+    assert err.startswith("solarserv: error: The key store ") and err.count("\n") == 1
     assert connections and all(is_closed(db) for db in connections)
     with opened(tmp_path) as store:  # the writer done, the migration applies
         assert store.session_is_live(store.start_session(lifetime_seconds=60))
@@ -468,7 +468,7 @@ def test_cli_refuses_a_pro_key_without_rpm(capsys, tmp_path):
 def test_a_key_refused_makes_no_key_store_in_a_new_data_dir(capsys, tmp_path, refused):
     # It used to, so that a data dir mistyped at issuance passed for a store without keys from then on.
     status, _, err = run(capsys, tmp_path / "typo", "create", *refused)
-    assert status == 1 and err.startswith("error: ")
+    assert status == 1 and err.startswith("solarserv: error: ")
     assert not (tmp_path / "typo").exists()
     status, _, err = run(capsys, tmp_path / "typo", "list")
     assert status == 1 and "There is no key store at" in err
@@ -551,9 +551,7 @@ def test_cli_list_of_a_store_without_keys_says_so_naming_the_store(capsys, tmp_p
 
 
 def test_a_bad_setting_is_one_line_not_a_traceback(capsys, tmp_path, monkeypatch):
-    with pytest.raises(SystemExit) as exited:
-        main(["keys", "list", "--data-dir", str(tmp_path), "--log-level", "bogus"])
-    assert exited.value.code == 2
+    assert main(["keys", "list", "--data-dir", str(tmp_path), "--log-level", "bogus"]) == 2
     # One line: argparse's usage of the top command came first, for a value and not the command line's shape.
     assert capsys.readouterr().err == ("solarserv: error: --log-level='bogus': must be one of DEBUG, INFO, WARNING, "
                                        "ERROR, CRITICAL, got 'bogus'\n")
@@ -567,9 +565,8 @@ def test_a_bad_value_of_a_setting_the_keys_commands_do_not_read_does_not_stop_th
         monkeypatch.setenv(variable, value)
     status, out, err = run(capsys, tmp_path, "deactivate", "1")
     assert (status, err) == (0, "") and out.startswith("Key 1 (") and out.endswith("is now inactive.\n")
-    with pytest.raises(SystemExit) as exited:  # serve reads every setting
-        main(["serve", "--data-dir", str(tmp_path)])
-    assert exited.value.code == 2 and capsys.readouterr().err.startswith("solarserv: error: PORT='abc'")
+    assert main(["serve", "--data-dir", str(tmp_path)]) == 2  # serve reads every setting
+    assert capsys.readouterr().err.startswith("solarserv: error: PORT='abc'")
 
 
 # A key store that cannot be used as it is: one line naming it and why, not a traceback.
@@ -580,7 +577,7 @@ def test_a_key_store_that_is_not_a_database_is_one_line_naming_it(capsys, tmp_pa
     (tmp_path / "keys.db").write_bytes(b"Not a database: a file copied over it.\n" * 100)
     status, out, err = run(capsys, tmp_path, *command)
     assert (status, out) == (1, "")
-    assert err == (f"error: The key store {tmp_path / 'keys.db'} cannot be used: file is not a "
+    assert err == (f"solarserv: error: The key store {tmp_path / 'keys.db'} cannot be used: file is not a "
                    "database.\n")
 
 
@@ -588,7 +585,7 @@ def test_a_data_dir_that_is_a_file_is_one_line(capsys, tmp_path):
     (tmp_path / "var").write_text("")
     status, out, err = run(capsys, tmp_path / "var", "create", "--label", "Acme", "--tier", "free")
     assert (status, out) == (1, "")
-    assert err == (f"error: The key store cannot be kept in the data dir {tmp_path / 'var'}: "
+    assert err == (f"solarserv: error: The key store cannot be kept in the data dir {tmp_path / 'var'}: "
                    "it is not a directory.\n")
 
 
@@ -609,4 +606,4 @@ def test_a_key_store_this_user_cannot_write_is_one_line_naming_it(tmp_path, read
                                                str(data_dir)]),
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == f"error: The key store {data_dir / 'keys.db'} cannot be used: {said}.\n"
+    assert done.stderr == f"solarserv: error: The key store {data_dir / 'keys.db'} cannot be used: {said}.\n"
