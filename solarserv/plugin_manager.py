@@ -50,7 +50,8 @@ BUILTIN_PLUGINS = (
 # plugin calling sys.exit() stopped start-up from its import, or the whole server from a hook.
 PLUGIN_FAILURES = (Exception, SystemExit)
 
-# How long a third-party plugin's import may take before a warning names it (imports take milliseconds).
+# How long a third-party plugin's import, or its answer of template directories, may take before a warning
+# names it (both take milliseconds).
 SLOW_IMPORT_SECONDS = 5.0
 
 
@@ -146,7 +147,7 @@ def _load_entry_points(manager: pluggy.PluginManager, allow: str | None, not_loa
             continue
         plugin_named = f"plugin {entry_point.name} ({entry_point.value})"
         try:
-            with _named_when_slow(plugin_named):
+            with _named_when_slow(f"{plugin_named} is still importing"):
                 plugin = entry_point.load()
         except PLUGIN_FAILURES as error:
             _log_import_failure(plugin_named, error)
@@ -233,7 +234,8 @@ def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, s
     for impl in manager.hook.solarserv_template_dirs.get_hookimpls():
         reason = "template directories could not be read"
         try:
-            dirs = impl.function()
+            with _named_when_slow(f"plugin {impl.plugin_name} is still in solarserv_template_dirs"):
+                dirs = impl.function()
         except PLUGIN_FAILURES:
             log.exception("plugin %s left out: solarserv_template_dirs failed", impl.plugin_name)
         else:
@@ -285,7 +287,7 @@ def _import_file(path: Path) -> ModuleType | None:
     # Registered before it runs, as an import would be: dataclasses and pickling look a module up there.
     sys.modules[name] = module
     try:
-        with _named_when_slow(f"plugin file {path}"):
+        with _named_when_slow(f"plugin file {path} is still importing"):
             spec.loader.exec_module(module)
     except PLUGIN_FAILURES as error:
         del sys.modules[name]
@@ -295,11 +297,11 @@ def _import_file(path: Path) -> ModuleType | None:
 
 
 @contextlib.contextmanager
-def _named_when_slow(plugin: str) -> Iterator[None]:
-    """One warning naming ``plugin`` if its import outlasts SLOW_IMPORT_SECONDS: one that hangs (a connection
-    without a timeout at import) stalled start-up without a line saying which plugin it waited for."""
-    timer = threading.Timer(SLOW_IMPORT_SECONDS, log.warning, ("%s is still importing after %g s; start-up waits "
-                                                               "for it", plugin, SLOW_IMPORT_SECONDS))
+def _named_when_slow(still_busy: str) -> Iterator[None]:
+    """One warning, ``still_busy`` naming the plugin and what it does, if the block outlasts SLOW_IMPORT_SECONDS:
+    a plugin that hangs (a connection without a timeout) stalled start-up without a line saying which it was."""
+    timer = threading.Timer(SLOW_IMPORT_SECONDS, log.warning, ("%s after %g s; start-up waits for it", still_busy,
+                                                               SLOW_IMPORT_SECONDS))
     timer.daemon = True  # a plugin that never returns must not keep the interpreter from exiting either
     timer.start()
     try:

@@ -694,10 +694,36 @@ def solarserv_validation_checks(report):
 '''
 
 
-def test_a_plugin_whose_import_hangs_is_named_while_start_up_waits_for_it(tmp_path, monkeypatch, caplog, report):
+HANGING_TEMPLATE_DIRS = '''
+import time
+from pathlib import Path
+
+from solarserv.hookspecs import Check, hookimpl
+
+
+@hookimpl
+def solarserv_template_dirs():
+    deadline = time.monotonic() + 60
+    while not Path({release!r}).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return [Path(__file__).parent]
+
+
+@hookimpl
+def solarserv_validation_checks(report):
+    return [Check(True, "imported at last")]
+'''
+
+
+@pytest.mark.parametrize("source,still_busy", [
+    (HANGING_IMPORT, "plugin file {path} is still importing"),
+    (HANGING_TEMPLATE_DIRS, "plugin {name} is still in solarserv_template_dirs"),
+])
+def test_a_plugin_that_hangs_is_named_while_start_up_waits_for_it(tmp_path, monkeypatch, caplog, report, source,
+                                                                  still_busy):
     # Start-up stalled without a line saying which plugin it waited for.
     release = tmp_path / "release"
-    plugin = write(tmp_path / "plugins", "stuck_import.py", HANGING_IMPORT.format(release=str(release)))
+    plugin = write(tmp_path / "plugins", "stuck.py", source.format(release=str(release)))
     monkeypatch.setattr(plugin_manager, "SLOW_IMPORT_SECONDS", 0.01)
     narrators = []
     with caplog.at_level(logging.WARNING, logger="solarserv.plugin_manager"):
@@ -709,7 +735,8 @@ def test_a_plugin_whose_import_hangs_is_named_while_start_up_waits_for_it(tmp_pa
         named_while_waiting = list(caplog.messages)
         release.touch()
         loading.join()
-    assert named_while_waiting == [f"plugin file {plugin} is still importing after 0.01 s; start-up waits for it"]
+    busy = still_busy.format(path=plugin, name="stuck")
+    assert named_while_waiting == [f"{busy} after 0.01 s; start-up waits for it"]
     assert caplog.messages == named_while_waiting
     assert "✓ imported at last" in narrators[0].narrate(report).validation.splitlines()
 
