@@ -107,5 +107,5 @@ def events_json(events: SolarEvents) -> dict[str, Any]:
         "sunrise": local(events.sunrise),
         "solar_noon": local(events.solar_noon),
         "sunset": local(events.sunset),
-        "day_length_minutes": None if length is None else round(length, 2),
+        "day_length_minutes": None if length is None else round(length, MINUTES_DECIMALS),
     }
