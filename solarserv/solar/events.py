@@ -62,7 +62,7 @@ _NOON_TOLERANCE_SECONDS = 1.0
 EVENT_TOLERANCE_SECONDS = 0.1  # a search ends on a Newton step or a bracket shorter than this
 _MAX_NOON_STEPS = 4
 _MAX_GUIDED_PROBES = 12  # the interpolated guess, Newton steps or false position; then bisection
-_EQUATION_OF_TIME_BOUND_SECONDS = 17 * 60  # it stays within −14.3 … +16.4 min in 1900–2050
+_EQUATION_OF_TIME_BOUND_SECONDS = 17 * 60  # it stays within −14.46 … +16.49 min in 1900–2050
 # What _SolarDay's interpolation may miss in the height (0.007″ of declination is 3e-8), with room to spare.
 _INTERPOLATED_HEIGHT_ERROR = 1e-7
 _TURN_MARGIN_SECONDS = 60.0  # beyond the estimated time of a turn, so that its bracket holds it
