@@ -45,8 +45,8 @@ HITS_PER_QUERY = 2 * MAX_CANDIDATES
 REMEMBERED_ANSWERS = 1024
 # For a day at most: a place the provider learns of, or an empty answer it gave by mistake, is asked again.
 REMEMBERED_SECONDS = 24 * 3600
-# A point's town is asked for, and remembered, to 3 decimals of a degree: at most 56 m off, well inside
-# the town the provider names.
+# A point's town is asked for, and remembered, to 3 decimals of a degree: at most 79 m off (56 m in each of
+# latitude and longitude), well inside the town the provider names.
 TOWN_DECIMALS = 3
 # Provider calls running at once, per process. Each mostly waits on the network, so a few threads serve
 # many requests; further calls queue, within their deadline.
