@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +24,6 @@ if TYPE_CHECKING:  # the offline geocoder's, imported only when it is chosen (ge
     from solarserv.geo.discs import PlaceDiscs
 
 WEB_DIR = Path(__file__).parent
-
-log = logging.getLogger("solarserv")
 
 
 class Application(tornado.web.Application):
