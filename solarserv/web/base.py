@@ -230,8 +230,7 @@ class ApiHandler(BaseHandler):
         """No ETag: answers are no-store, so hashing each GET's body for one would be work for nothing."""
         return None
 
-    def write_json(self, payload: Any, status: int = 200) -> None:
-        self.set_status(status)
+    def write_json(self, payload: Any) -> None:
         self.finish(json.dumps(payload, ensure_ascii=False))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
