@@ -265,11 +265,6 @@ def without_settings(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in environ.items() if name not in names}
 
 
-def shown_commands(setting: Setting) -> str:
-    """The commands that read the setting, as the README table shows them."""
-    return ", ".join(f"`{command}`" for command in setting.commands)
-
-
 def shown_default(setting: Setting) -> str:
     """The default as the README table and --help show it."""
     if setting.default is None:
