@@ -1,7 +1,7 @@
 """One settings object, built from flags and the environment (a flag wins), validated at start.
 
-``SETTINGS`` is the single declarative table: the CLI's ``--help``, the README table and
-``Settings`` all come from it. Add a setting by adding one row here.
+``SETTINGS`` is the single declarative table: the CLI's flags and ``--help`` and ``Settings`` come from it,
+and a test holds README's configuration table to it. Add a setting by adding one row here (and to README).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ SERVE, CALC, PLUGINS, KEYS = "serve", "calc", "plugins", "keys"
 class Setting:
     name: str  # attribute on Settings
     env: str  # environment variable
-    flag: str | None  # CLI flag of `solarserv serve`, None when environment-only
+    flag: str | None  # CLI flag, which every command takes (and ignores unless it reads the setting); None: env only
     parse: Callable[[str], Any]
     default: Any
     help: str
