@@ -24,11 +24,14 @@ class Located:
 
 class Geocoder(Protocol):
     name: str
-    ready: bool  # answers at once (the offline gazetteer: False while it builds or loads its index, or if that failed)
+    # Answers at once (/healthz's geocoder_ready): the offline gazetteer's is False while it builds or loads its index,
+    # or for good if that failed; an online one's while its provider's rate-limit refusal holds.
+    ready: bool
 
     async def locate(self, place_name: str) -> Located:
         """Resolve a free-text name. Raises ApiError PLACE_NOT_FOUND (404), AMBIGUOUS_LOCATION (409,
-        with candidates), or GEOCODER_UNAVAILABLE (503) when an online provider fails."""
+        with candidates), or GEOCODER_UNAVAILABLE (503) when an online provider fails or the offline
+        index could not be built or read."""
         ...
 
     async def describe(self, latitude: float, longitude: float) -> Place | None:
