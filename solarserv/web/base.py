@@ -49,8 +49,8 @@ class BaseHandler(tornado.web.RequestHandler):
         self.check_body()
 
     def check_body(self) -> None:
-        """Refuse the request if its body could not be taken (solarserv.web.body: over 16 KiB, a form Tornado
-        cannot read). Called in ``prepare``, after any check that must come first."""
+        """Refuse the request if its body could not be taken (solarserv.web.body: over 16 KiB, compressed, a form
+        Tornado cannot read). Called in ``prepare``, after any check that must come first."""
         refusal = self.request.body_reader.refusal
         if refusal is not None:
             raise refusal
