@@ -41,7 +41,7 @@ SECRET_BYTES = 32  # token_urlsafe(32) → 43 characters
 PREVIEW_CHARACTERS = 4  # after the prefix; unique among keys, so a preview names one key
 PREVIEW_DRAWS = 5  # new keys drawn before giving up when their previews are already taken
 ELLIPSIS = "…"
-_KEY_PATTERN = re.compile(r"tst_[A-Za-z0-9_-]{43}")
+_KEY_PATTERN = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_-]{43}")  # the prefix, then token_urlsafe(SECRET_BYTES)
 # An API key, or the start of one, in text bound for a log line (a key sent as a place name, pasted as a label).
 _KEY_SHAPED = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_-]*")
 LABEL_MAX_LENGTH = 100
