@@ -1,7 +1,8 @@
 """The periods of a zone's civil time — offset, standard offset, summer time — read once from tzdata.
 
-One reading serves both the numbers of a request (``civil.resolve`` looks up the period of its instant)
-and the zone's history text (``tzhistory`` tells the story of all of them), so the two cannot disagree.
+One reading serves both the numbers of a request (``civil.resolve`` finds the period whose clocks showed its
+wall time, ``ZonePeriods.showing``) and the zone's history text (``tzhistory`` tells the story of all of
+them), so the two cannot disagree.
 
 Where each piece comes from, all in the tzdata package:
 
