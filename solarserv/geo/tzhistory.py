@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import itertools
 from dataclasses import dataclass
 
 from solarserv.geo.periods import Period, zone_periods
@@ -119,7 +120,7 @@ def _standard_offset_changes(periods: tuple[Period, ...]) -> list[tuple[OffsetCh
     changes = []
     current = periods[0]
     recording = current.inhabited
-    for previous, period in zip(periods, periods[1:], strict=False):  # consecutive pairs
+    for previous, period in itertools.pairwise(periods):
         if period.standard_offset != current.standard_offset or period.inhabited != current.inhabited:
             if recording:
                 crossing = _date_line_crossing(previous, period)
