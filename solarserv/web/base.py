@@ -1,4 +1,5 @@
-"""Handler base classes: security headers, and the one place an error becomes a response.
+"""Handler base classes: security headers, and the one place an error becomes a response; and the log lines
+about requests: the access log's (``log_request``), and how every line names a request (``request_summary``).
 
 BaseHandler → ApiHandler (JSON, error envelope, identity and rate limits in ``prepare``): the API's handlers
               (web/api.py) and NotFoundHandler below, the application's last route
