@@ -1,4 +1,8 @@
-"""Where things are: geocoders (place name → places, coordinates → display name) and timezones."""
+"""Where things are: geocoders (place name → places, coordinates → display name) and timezones.
+
+Here: the ``Geocoder`` protocol that the offline and online geocoders follow, and ``build_geocoder``, which
+picks one by GEOCODER.
+"""
 
 from __future__ import annotations
 
