@@ -1,4 +1,4 @@
-"""The operator console at /console: log in with the admin token; list, create, deactivate API keys.
+"""The operator console at /console: log in with the admin token; list, create, deactivate and reactivate API keys.
 
 How it is protected (the spec leaves it open):
 - The admin token is ADMIN_TOKEN, or one generated at each start whose login link the server prints (as
