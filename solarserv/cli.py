@@ -369,7 +369,7 @@ def _forward_stop_signals_to_workers() -> None:
         signal.signal(signum, forward)
 
 
-def _console_line(console: Any, host: str, port: int, access: str) -> str:
+def _console_line(console: ConsoleSecrets, host: str, port: int, access: str) -> str:
     """Where to open the console. A wildcard bind address (0.0.0.0, ::) is no address a browser can open:
     the link then names this machine's loopback, and says whether another machine may use another name or
     address of it (``access``: the CONSOLE setting, local or any)."""
