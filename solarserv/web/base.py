@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import tornado.web
@@ -35,11 +36,16 @@ _SECRET_PARAMETERS = frozenset({"token", "api_key", "apikey", "x_api_key", "key"
 class BaseHandler(tornado.web.RequestHandler):
     # Whether a body whose Content-Type names a form is read as its fields (the console's forms).
     reads_form = True
+    # A handler's own headers on every answer, after the common ones: its pages' content security policy,
+    # framing and caching (console.SECURITY_HEADERS, page.SECURITY_HEADERS).
+    security_headers: Mapping[str, str] = {}
 
     def set_default_headers(self) -> None:
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Referrer-Policy", "no-referrer")
         self.clear_header("Server")
+        for name, value in self.security_headers.items():
+            self.set_header(name, value)
 
     @property
     def services(self) -> Any:

@@ -161,11 +161,7 @@ class ConsoleHandler(BaseHandler):
     """HTML pages with XSRF-checked forms. Subclasses must set ``access`` (see check_declared_access)."""
 
     access: Access
-
-    def set_default_headers(self) -> None:
-        super().set_default_headers()
-        for name, value in SECURITY_HEADERS.items():
-            self.set_header(name, value)
+    security_headers = SECURITY_HEADERS
 
     def get_current_user(self) -> str | None:
         """The id of the session the cookie names, when it is live and made with the current admin token."""

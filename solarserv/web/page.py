@@ -24,10 +24,7 @@ SECURITY_HEADERS = {
 class CalculatorPageHandler(BaseHandler):
     """Serves page.html. Its query string (the share link) is for the page's script, not for the server."""
 
-    def set_default_headers(self) -> None:
-        super().set_default_headers()
-        for name, value in SECURITY_HEADERS.items():
-            self.set_header(name, value)
+    security_headers = SECURITY_HEADERS
 
     def get(self) -> None:
         self.render("page.html")
