@@ -57,6 +57,7 @@ NEW_KEY_SECONDS = 60
 LOGIN_ATTEMPTS_PER_MINUTE = 10
 _RPM_MAX_DIGITS = 6  # far above any tier's; a longer number is refused before it is converted
 KEYS_PER_PAGE = 100
+_PAGE_MAX_DIGITS = 6  # a hundred million keys; a longer page number is no page, refused before it is converted
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -427,7 +428,7 @@ def _search(text: str) -> str:
 
 def _page_number(text: str) -> int | None:
     """A page of keys' number, or None when ``text`` is not one."""
-    if text.isascii() and text.isdigit() and 0 < len(text) <= 6 and int(text) > 0:
+    if text.isascii() and text.isdigit() and 0 < len(text) <= _PAGE_MAX_DIGITS and int(text) > 0:
         return int(text)
     return None
 
