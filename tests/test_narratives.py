@@ -225,6 +225,16 @@ def test_solar_context_dates_an_event_that_falls_on_another_civil_day(narrator):
     assert "✓ Sun's elevation -1.1° fits night, outside sunrise none – sunset 18:45" in texts.validation
 
 
+def test_solar_context_dates_the_sunset_after_a_sunrise_on_the_evening_before(narrator):
+    # Uelen, 10° east of Chukotka's meridian 180°: solar noon comes at 11:18, and days before the midnight Sun
+    # the sunrise that opens the solar day of 7 June falls at 23:55 on the 6th. The sunset ends the 7th
+    # itself: not "after midnight", which says the day after the one asked for.
+    report = report_in("Asia/Anadyr", 66.16, -169.8, "2024-06-07", "12:00", "Uelen, Chukotka, Russia")
+    assert (report.events.sunrise.date(), report.events.sunset.date()) == (dt.date(2024, 6, 6), dt.date(2024, 6, 7))
+    assert "The Sun rises at 23:55 on 6 June 2024 and sets at 22:48 on 7 June 2024." \
+        in narrator.narrate(report).solar_context
+
+
 def test_solar_context_of_a_sun_that_peeks_over_the_line_after_midnight(narrator):
     # 0.19° from the South Pole the Sun, below the line at solar noon (23:53 on NZ clocks), is up for
     # 29 minutes an hour later: both events fall on the next civil day, and neither is "after midnight".
