@@ -11,12 +11,11 @@ import datetime as dt
 import math
 from collections.abc import Callable
 
-from solarserv.formatting import adds_up_to_the_second, degrees, duration, long_date, signed_duration
+from solarserv.formatting import adds_up_to_the_second, degrees, duration, hm_on, long_date, signed_duration
 from solarserv.hookspecs import Check, hookimpl
 from solarserv.models import Report
 from solarserv.solar import MINUTES_PER_DEGREE, SECONDS_PER_DAY
 from solarserv.timefmt import (
-    format_hm,
     format_hms,
     format_longitude,
     format_offset,
@@ -133,8 +132,11 @@ def sun_matches_day_or_night(report: Report) -> Check | None:
         # year the midnight Sun begins (no sunset) or ends (no sunrise).
         daytime = ((events.sunrise is None or events.sunrise <= now)
                    and (events.sunset is None or now <= events.sunset))
-        span = (f"sunrise {format_hm(events.sunrise) if events.sunrise else 'none'} – "
-                f"sunset {format_hm(events.sunset) if events.sunset else 'none'}")
+        # Each event dated when it falls on another day than the clock's (a sunset after midnight, a sunrise
+        # the evening before): undated, such a span reads as ending before it begins.
+        day = report.civil.local.date()
+        span = (f"sunrise {hm_on(events.sunrise, day) if events.sunrise else 'none'} – "
+                f"sunset {hm_on(events.sunset, day) if events.sunset else 'none'}")
         when = f"{'daytime' if daytime else 'night'}, {'inside' if daytime else 'outside'} {span}"
     low, high = HORIZON_BAND_DEGREES
     consistent = elevation > low if daytime else elevation < high

@@ -222,7 +222,8 @@ def test_solar_context_dates_an_event_that_falls_on_another_civil_day(narrator):
     assert (report.events.state, report.events.sunrise) == ("normal", None)
     assert report.events.sunset.date() == dt.date(2024, 3, 22)
     assert "The Sun, up since the day before, sets at 18:45 on 22 March 2024." in texts.solar_context
-    assert "✓ Sun's elevation -1.1° fits night, outside sunrise none – sunset 18:45" in texts.validation
+    assert "✓ Sun's elevation -1.1° fits night, outside sunrise none – sunset 18:45 on 22 March 2024" \
+        in texts.validation
 
 
 def test_solar_context_dates_the_sunset_after_a_sunrise_on_the_evening_before(narrator):
@@ -231,8 +232,10 @@ def test_solar_context_dates_the_sunset_after_a_sunrise_on_the_evening_before(na
     # itself: not "after midnight", which says the day after the one asked for.
     report = report_in("Asia/Anadyr", 66.16, -169.8, "2024-06-07", "12:00", "Uelen, Chukotka, Russia")
     assert (report.events.sunrise.date(), report.events.sunset.date()) == (dt.date(2024, 6, 6), dt.date(2024, 6, 7))
-    assert "The Sun rises at 23:55 on 6 June 2024 and sets at 22:48 on 7 June 2024." \
-        in narrator.narrate(report).solar_context
+    texts = narrator.narrate(report)
+    assert "The Sun rises at 23:55 on 6 June 2024 and sets at 22:48 on 7 June 2024." in texts.solar_context
+    # The validation's span too: undated, 23:55 – 22:48 read as a span that ends before it begins.
+    assert "fits daytime, inside sunrise 23:55 on 6 June 2024 – sunset 22:48" in texts.validation
 
 
 def test_solar_context_of_a_sun_that_peeks_over_the_line_after_midnight(narrator):
