@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import importlib.resources
+import math
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from solarserv.errors import ApiError
+from solarserv.geo.zones import zone
 from solarserv.models import SolarQuery
 from solarserv.pipeline import Pipeline
+from solarserv.solar import SECONDS_PER_DAY
+from solarserv.timefmt import round_to_second
 
 # "Today" for the confidence rules, fixed so that a failing example replays the same.
 TODAY = dt.date(2026, 11, 21)
@@ -44,7 +48,7 @@ POINTS = _zone_tab_points()
 inputs = st.tuples(
     st.sampled_from(POINTS),
     st.floats(-0.05, 0.05), st.floats(-0.05, 0.05),
-    st.dates(dt.date(1900, 1, 2), dt.date(2050, 12, 30)),
+    st.dates(dt.date(1900, 1, 1), dt.date(2050, 12, 31)),  # the whole supported range, its ends included
     st.times().map(lambda t: t.replace(microsecond=0)),
 )
 
@@ -92,3 +96,22 @@ def test_local_time_plus_total_difference_is_the_sundial_time(pipeline, sample):
     calculation = result["calculation"]
     assert abs(calculation["total_difference_minutes"] - (calculation["equation_of_time_minutes"]
                + calculation["longitude_correction_minutes"] - calculation["dst_minutes"])) < 2e-4
+
+
+@settings(max_examples=150, deadline=None)
+@given(inputs)
+def test_at_the_clock_time_of_its_solar_noon_the_sundial_reads_twelve(pipeline, sample):
+    (latitude, longitude), nudge_lat, nudge_lon, date, time = sample
+    latitude = max(-90.0, min(90.0, latitude + nudge_lat))
+    longitude = max(-180.0, min(180.0, longitude + nudge_lon))
+    try:
+        report = asyncio.run(pipeline.report(SolarQuery(date, time, latitude=latitude, longitude=longitude)))
+    except ApiError:
+        assume(False)  # a spring-forward gap, or a point just offshore
+    # The clock's reading at solar noon, to the second, in the zone's own offset (local mean time's seconds too).
+    noon = round_to_second(report.events.solar_noon.astimezone(zone(report.civil.zone)).replace(tzinfo=None))
+    assert noon.date() == date  # the transit nearest the middle of the civil day lies in it
+    at_noon = asyncio.run(pipeline.report(SolarQuery(noon.date(), noon.time(), latitude=latitude,
+                                                     longitude=longitude)))
+    assume(not at_noon.civil.ambiguous)  # a noon in the second pass of a repeated hour is asked as the first
+    assert abs(math.remainder(at_noon.sun.true_solar_seconds - SECONDS_PER_DAY / 2, SECONDS_PER_DAY)) <= 1
