@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skyfield.earthlib import refract
 from solar_checks import (
     CASES,
@@ -30,7 +32,7 @@ from solar_checks import (
 )
 
 from solarserv.solar import RADIANS_PER_SECOND, STANDARD_PRESSURE_MBAR, STANDARD_TEMPERATURE_C, fast
-from solarserv.solar.ephemeris import iers_table_coverage, skyfield_time, timescale
+from solarserv.solar.ephemeris import iers_table_coverage, skyfield_time, timescale, ut1_minus_utc_seconds
 from solarserv.solar.fast import FastEngine
 from solarserv.solar.reference import SkyfieldEngine, apparent_sun, signed_seconds, utc_seconds_of_day
 
@@ -195,6 +197,27 @@ def test_fast_engine_matches_the_reference_where_the_time_scale_steps(instant, l
     their_hour_angle, their_declination = REFERENCE.hour_angle_and_declination(instant.timestamp(), longitude)
     assert abs(signed_seconds((our_hour_angle - their_hour_angle) / RADIANS_PER_SECOND)) <= 1e-3
     assert our_declination == pytest.approx(their_declination, abs=1e-11)
+
+
+# The equation of time changes by at most 30 s a day, 0.35 ms a second; the engine's fits must not add a step where
+# one day's fit meets the next (0h UTC). Measured from UTC, it steps only with UT1 − UTC (leap seconds, the
+# table's ends).
+EQUATION_OF_TIME_SECOND_BOUND = 1e-3
+ONE_SECOND = dt.timedelta(seconds=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.datetimes(FIRST_INSTANT.replace(tzinfo=None), (LAST_INSTANT - ONE_SECOND).replace(tzinfo=None)),
+       st.booleans())
+def test_the_equation_of_time_is_continuous_but_for_the_steps_of_ut1_minus_utc(instant, across_midnight):
+    start = instant.replace(tzinfo=dt.UTC)
+    if across_midnight:  # where two days' fits meet
+        start = start.replace(hour=0, minute=0, second=0, microsecond=0) - ONE_SECOND / 2
+    end = start + ONE_SECOND
+    change = (FAST.sun_state(end, 0.0, 0.0).equation_of_time_minutes
+              - FAST.sun_state(start, 0.0, 0.0).equation_of_time_minutes) * 60
+    step = ut1_minus_utc_seconds(end) - ut1_minus_utc_seconds(start)
+    assert abs(change - step) < EQUATION_OF_TIME_SECOND_BOUND
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.label)
