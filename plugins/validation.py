@@ -149,8 +149,12 @@ def solar_noon_at_twelve(report: Report) -> Check:
     at_noon = report.sun.true_solar_seconds + elapsed
     error = abs(math.remainder(at_noon - NOON_SECONDS, SECONDS_PER_DAY))
     allowed = CLOCK_RESOLUTION_SECONDS + SOLAR_DAY_DRIFT_SECONDS_PER_DAY * abs(elapsed) / SECONDS_PER_DAY
+    # Dated when it falls on another day than the clock's: where the clocks run about 12 h from the Sun (the
+    # South Pole on New Zealand time) a civil day can hold no noon, and the nearest lies just outside it.
+    noon_day = round_to_second(events.solar_noon).date()
+    on_day = f" on {long_date(noon_day)}" if noon_day != report.civil.local.date() else ""
     return Check(error <= allowed,
-                 f"solar noon at {format_hms(events.solar_noon)} clock time is 12:00 true solar time "
+                 f"solar noon at {format_hms(events.solar_noon)}{on_day} clock time is 12:00 true solar time "
                  f"(carried from now: {error:.1f} s off, {allowed:.1f} s allowed)")
 
 

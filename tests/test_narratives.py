@@ -238,6 +238,19 @@ def test_solar_context_dates_the_sunset_after_a_sunrise_on_the_evening_before(na
     assert "fits daytime, inside sunrise 23:55 on 6 June 2024 – sunset 22:48" in texts.validation
 
 
+def test_texts_date_a_solar_noon_on_another_day_than_the_clocks(narrator):
+    # The South Pole keeps New Zealand time, twelve hours from its longitude 0°: solar noon comes near midnight
+    # on the clocks. On 16 April 2024 it comes at 23:59:41, a minute shown as 00:00 of the 17th; on 13 June the
+    # civil day holds none, and the transit nearest its middle is the 12th's, at 23:59:59.
+    april = narrator.narrate(report_in("Antarctica/McMurdo", -90.0, 0.0, "2024-04-16", "12:00", "South Pole"))
+    assert "ahead of the clocks: it shows 12:00 — solar noon — at 00:00 clock time on 17 April 2024." \
+        in april.solar_context
+    assert "✓ solar noon at 23:59:41 clock time is 12:00 true solar time" in april.validation
+    june = narrator.narrate(report_in("Antarctica/McMurdo", -90.0, 0.0, "2024-06-13", "12:00", "South Pole"))
+    assert "ahead of the clocks: on this date it shows 12:00 — solar noon — at 00:00 clock time." in june.solar_context
+    assert "✓ solar noon at 23:59:59 on 12 June 2024 clock time is 12:00 true solar time" in june.validation
+
+
 def test_solar_context_of_a_sun_that_peeks_over_the_line_after_midnight(narrator):
     # 0.19° from the South Pole the Sun, below the line at solar noon (23:53 on NZ clocks), is up for
     # 29 minutes an hour later: both events fall on the next civil day, and neither is "after midnight".

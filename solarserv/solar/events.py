@@ -3,7 +3,9 @@
 Definitions:
 
 * **Solar noon** is the instant when the local apparent hour angle is 0 (true solar time 12:00:00): the
-  transit nearest the middle of the civil day. In every real time zone that transit lies inside the day.
+  transit nearest the middle of the civil day. It lies inside the day unless the clocks run about 12 h from
+  the Sun: at the South Pole on New Zealand time noon comes within a minute of midnight, and a civil day can
+  hold none (13 June 2024: the nearest is the 12th's, at 23:59:59).
 * **Sunrise / sunset** are the standard ones of almanacs (USNO, NOAA, NREL SPA): the centre of the Sun at a
   geometric (unrefracted) altitude of −0°50′ = −0.8333°, i.e. its upper limb (16′ above the centre) on the
   horizon under the standard 34′ of refraction. The altitude is computed from the engine's declination and
