@@ -34,7 +34,7 @@ FAR_FROM_MERIDIAN_MINUTES = 60
 TOTAL_TOLERANCE_SECONDS = 0.001
 TRUE_SOLAR_TOLERANCE_SECONDS = 0.5  # the same reading to the second
 # Sunrise and sunset put the Sun's upper limb on the horizon with 34′ of standard refraction: its centre
-# is then about −0.8° geometric but about −0.25° apparent (refracted, which is what `elevation` is).
+# is then about −0.8° geometric but about −0.21° apparent (refracted for 10 °C and 1010 hPa, as `elevation` is).
 # Inside this band of apparent elevations either answer is right; outside it, day and night are certain.
 HORIZON_BAND_DEGREES = (-0.9, 0.0)
 # Successive solar noons are 24 h apart to within 30 s (the steepest change of the equation of time,

@@ -724,6 +724,16 @@ def test_the_summary_counts_the_sun_risen_while_its_upper_rim_shows(narrator):
     assert "casts no shadow" not in summary
 
 
+def test_the_summary_counts_the_sun_set_once_sunset_has_passed(narrator):
+    # Tromsø, 15 May 2026, a minute and a half after the 23:48 sunset. Refracted for 10 °C and 1010 hPa (0.62°),
+    # the centre at the standard −0.8333° reads −0.21°; here it reads −0.24°, above the −0.27° at which the
+    # upper rim would set under that refraction: the summary must not count as up what the events call set.
+    texts, report = narrate(narrator, "Tromsø", "2026-05-15", "23:50")
+    assert report.events.sunset < report.civil.utc and -0.2667 < report.sun.elevation < -0.2113
+    assert "The Sun is 0.2° below the horizon, so a real sundial casts no shadow now" in texts.summary
+    assert "fits night, outside sunrise 01:43 – sunset 23:48" in texts.validation
+
+
 def test_the_total_check_says_when_its_rounded_terms_miss_their_sum(narrator):
     report = report_in("Africa/Douala", 6.2424, 10.5134, "1974-08-09", "11:08:13", "Bamenda, Cameroon")
     line = next(line for line in narrator.narrate(report).validation.splitlines() if "total difference" in line)

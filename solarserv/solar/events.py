@@ -53,7 +53,7 @@ import itertools
 import math
 from typing import NamedTuple
 
-from solarserv.models import SolarEvents
+from solarserv.models import SolarEvents, SunState
 from solarserv.solar import HALF_DAY_SECONDS, RADIANS_PER_SECOND, SECONDS_PER_DAY, SECONDS_PER_DEGREE, SunEngine
 
 # Centre of the Sun at sunrise and sunset: 16′ semi-diameter + 34′ refraction below the horizon.
@@ -131,6 +131,22 @@ def solar_events(
     # rises (or sets), the first rise and the last set are the day's.
     return SolarEvents(state="normal", sunrise=_utc(rises[0] if rises else None), solar_noon=solar_noon,
                        sunset=_utc(sets[-1] if sets else None))
+
+
+def above_standard_altitude(latitude: float, sun: SunState) -> bool:
+    """Whether the Sun's centre is above −0.8333° geometric at ``sun``'s instant: risen, as sunrise and sunset
+    count it. Decided as the search decides, from the declination and the hour angle: the refracted elevation
+    at the standard altitude depends on the refraction (−0.21° at the engines' 10 °C and 1010 hPa, which
+    refract 37′ there, not the −0.27° that 34′ would give)."""
+    phi = math.radians(latitude)
+    hour_angle = (sun.true_solar_seconds - HALF_DAY_SECONDS) * RADIANS_PER_SECOND
+    return _height(math.sin(phi), math.cos(phi), hour_angle, math.radians(sun.declination)) > 0
+
+
+def _height(sin_latitude: float, cos_latitude: float, hour_angle: float, declination: float) -> float:
+    """sin(geometric altitude) − sin(−0.8333°): > 0 when the Sun's centre is above the standard altitude."""
+    return (sin_latitude * math.sin(declination) + cos_latitude * math.cos(declination) * math.cos(hour_angle)
+            - _SIN_STANDARD_ALTITUDE)
 
 
 def _solar_day_span(near: float, longitude: float) -> tuple[float, float]:
@@ -214,10 +230,8 @@ class _Search:
 
     def probe(self, seconds: float) -> _Probe:
         hour_angle, declination = self._hour_angle_and_declination(seconds, self._longitude)
-        sin_altitude = self._sin_latitude * math.sin(declination) + self._cos_latitude * math.cos(
-            declination
-        ) * math.cos(hour_angle)
-        return _Probe(seconds, hour_angle, declination, sin_altitude - _SIN_STANDARD_ALTITUDE)
+        return _Probe(seconds, hour_angle, declination,
+                      _height(self._sin_latitude, self._cos_latitude, hour_angle, declination))
 
     def solar_noon(self, near: float) -> tuple[float, _Probe]:
         """The transit nearest ``near``, and the last probe taken (within a second of it).
