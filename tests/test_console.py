@@ -454,6 +454,18 @@ async def test_a_form_over_16_kib_is_refused_as_too_large_on_the_console_page(br
     assert SESSION_COOKIE not in browser.cookies
 
 
+@pytest.mark.parametrize("body,told", [
+    ("label=%ff&tier=free", "The argument label is not valid UTF-8."),
+    ("padding=" + "x" * 20_000, "The request body is larger than 16384 bytes."),
+])
+async def test_the_console_error_page_says_what_was_wrong_with_a_form(browser, keys, body, told):
+    # It said only "400 Bad Request" or "413 Request Entity Too Large", the reason of its status.
+    await browser.log_in()
+    reply = await browser._fetch("/console", "POST", f"_xsrf={await browser.form_token()}&{body}", {})
+    assert reply.code in (400, 413) and f"<p>{told}</p>" in browser.text(reply)
+    assert keys.all() == []
+
+
 async def test_login_attempts_are_limited_per_client(browser):
     for _ in range(LOGIN_ATTEMPTS_PER_MINUTE):
         assert (await browser.post("/console/login", {"token": "guess"})).code == 403

@@ -186,6 +186,7 @@ def test_a_chunked_body_still_coming_after_a_mebibyte_is_refused_at_once(live_se
 async def test_a_body_over_16_kib_is_refused_by_the_page_and_its_files(api, path):
     reply = await api(path, "POST", "x" * 20_000, {"Content-Type": "text/plain"})
     assert reply.status == 413  # before the 405 of a method they do not answer: the body comes first
+    assert b"<p>The request body is larger than 16384 bytes.</p>" in reply.body  # its error page says why
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "br", "deflate"])
@@ -332,6 +333,7 @@ async def test_a_static_path_that_is_not_utf8_is_400_without_its_bytes_in_the_lo
     caplog.set_level(logging.INFO)
     reply = await api("/static/%ff%fe-sent")
     assert reply.status == 400 and b"<h1>400" in reply.body  # the page's own error page
+    assert b"<p>The path is not valid UTF-8.</p>" in reply.body
     messages = [record.getMessage() for record in caplog.records]
     assert any("The path is not valid UTF-8." in message for message in messages)
     assert not any("-sent" in message.partition(" → ")[2] or "\\xff" in message for message in messages)

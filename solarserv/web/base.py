@@ -110,7 +110,8 @@ class BaseHandler(tornado.web.RequestHandler):
         write their own): Tornado's has no language, heading or way back, and a traceback under its debug
         settings. Never one here; BaseHandler.log_exception has logged it on the server."""
         self.set_allow_header(status_code)
-        self.render("error.html", status=status_code, reason=tornado.web.httputil.responses.get(status_code, "Error"))
+        self.render("error.html", status=status_code, reason=tornado.web.httputil.responses.get(status_code, "Error"),
+                    message=client_message(kwargs))
 
     def set_allow_header(self, status: int) -> None:
         """A 405 names the methods this handler answers (RFC 9110 §15.5.6): those it defines, and HEAD with
@@ -148,6 +149,13 @@ class BaseHandler(tornado.web.RequestHandler):
                 log.warning("%s → %d: %s", request_summary(self), value.status_code, escaped(value.get_message()))
         else:
             log.error("Uncaught exception %s", request_summary(self), exc_info=(typ, value, tb))
+
+
+def client_message(error: dict[str, Any]) -> str | None:
+    """What an HTML error page (write_error's ``error``) tells the client beyond its status: the message of the
+    ApiError answered (a body over 16 KiB, an argument that is not UTF-8), as the API's envelope does."""
+    exception = error.get("exc_info", (None, None, None))[1]
+    return exception.message if isinstance(exception, ApiError) else None
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:

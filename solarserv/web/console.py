@@ -45,7 +45,7 @@ from solarserv.keys import (
 )
 from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
-from solarserv.web.base import CONSOLE_PATH, BaseHandler, client_shown
+from solarserv.web.base import CONSOLE_PATH, BaseHandler, client_message, client_shown
 
 LOGIN_PATH = "/console/login"
 LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
@@ -218,7 +218,7 @@ class ConsoleHandler(BaseHandler):
         self.render("console_error.html", status=status_code,
                     reason=tornado.httputil.responses.get(status_code, "Error"),
                     remote=status_code == 403 and self._refused_as_remote(),
-                    off=self.services.settings.console == "off")
+                    off=self.services.settings.console == "off", message=client_message(kwargs))
 
     def operator(self) -> str:
         """Who changes a key from this page, as the key store's audit line names them: the console, and its client
