@@ -298,6 +298,22 @@ def test_control_characters_sent_in_the_path_or_query_are_escaped_in_the_log(liv
     assert any("Content-Encoding: gzip\\x85FAKE, which" in line for line in logged)
 
 
+def test_a_header_tornado_cannot_read_is_not_quoted_in_the_log(live_server, caplog):
+    # A control character makes a header unreadable as HTTP: Tornado answers a bare 400, and its log line quoted the
+    # value whole, an API key or a session cookie, to 64 KiB.
+    caplog.set_level(logging.INFO)
+    key = "tst_" + "K" * 43
+    server = urlsplit(live_server)
+    for header in (f"X-API-Key: {key}\x01", "Cookie: solarserv_console=2|1:0|10:1764300000|signed-session\x01",
+                   "X-Padding: " + "x" * 60_000 + "\x01"):
+        with socket.create_connection((server.hostname, server.port), timeout=30) as client:
+            client.sendall(f"GET /healthz HTTP/1.1\r\nHost: solarserv\r\n{header}\r\n\r\n".encode())
+            assert client.recv(65536) == b"HTTP/1.1 400 Bad Request\r\n\r\n"
+            client.recv(65536)  # the connection closes once the line about it is written
+    logged = [record.getMessage() for record in caplog.records if "Malformed HTTP message" in record.getMessage()]
+    assert len(logged) == 3 and all(line.endswith(": Invalid header value (not shown)") for line in logged)
+
+
 # Requests that each send tens of thousands of characters where a few are meant: a path, a GET parameter (a
 # number that is none), a POST field, the chart's year. Before, every line about them quoted them whole: three
 # lines of 60,000 characters for the path.

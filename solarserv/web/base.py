@@ -180,6 +180,25 @@ def request_summary(handler: tornado.web.RequestHandler) -> str:
     return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({client_shown(handler)})"
 
 
+class MalformedRequestLines(logging.Filter):
+    """Tornado's own line about a request it cannot read as HTTP (answered with a bare 400 before any handler)
+    quotes what it could not read: an invalid header's whole value, which may be an API key or a session cookie, up
+    to 64 KiB. That value is left out, and the rest shortened and escaped as every line about a request is."""
+
+    MESSAGE = "Malformed HTTP message from %s: %s"  # tornado.http1connection's
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == self.MESSAGE and isinstance(record.args, tuple) and len(record.args) == 2:
+            client, problem = record.args[0], str(record.args[1])
+            if problem.startswith("Invalid header value"):
+                problem = "Invalid header value (not shown)"
+            record.args = (client, escaped(shortened(problem, longest=TARGET_SHOWN)))
+        return True
+
+
+logging.getLogger("tornado.general").addFilter(MalformedRequestLines())
+
+
 def client_shown(handler: tornado.web.RequestHandler) -> str:
     """The client's address as every log line about a request shows it (request_summary): shortened and escaped."""
     client = access.client_ip(handler.request, handler.application.settings["services"].settings.trust_proxy)
