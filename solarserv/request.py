@@ -92,6 +92,9 @@ def _parse(fields: Mapping[str, Any], number: Any) -> SolarQuery:
     local_time = _parse_time(time_text)
     has_coordinates = latitude is not None or longitude is not None
     if place_name is not None and has_coordinates:
+        if not place_name.strip():  # an HTML form sends its empty fields
+            raise invalid("place_name is empty while latitude and longitude are given: leave it out to use the "
+                          "coordinates (give either place_name or latitude and longitude, not both).")
         raise invalid("Give either place_name or latitude and longitude, not both.")
     if place_name is None and not has_coordinates:
         raise malformed("Give either place_name, or latitude and longitude.")

@@ -45,6 +45,16 @@ def test_integer_coordinates_are_numbers():
     assert parse_json_fields({**PARIS, "latitude": 48, "longitude": -2}).latitude == 48.0
 
 
+@pytest.mark.parametrize("parse,fields", [(parse_json_fields, {**PARIS, "place_name": ""}),
+                                          (parse_query_fields, query_args({**PARIS, "place_name": " "}))])
+def test_an_empty_place_name_beside_coordinates_is_told_to_be_left_out(parse, fields):
+    # An HTML form sends its empty fields: "not both" alone read as if the coordinates were the field too many.
+    error = rejected(parse, fields)
+    assert error.status == 422 and error.message == (
+        "place_name is empty while latitude and longitude are given: leave it out to use the coordinates (give "
+        "either place_name or latitude and longitude, not both).")
+
+
 @pytest.mark.parametrize("body", [[], "text", 3, None])
 def test_body_not_an_object_is_400(body):
     assert rejected(parse_json_fields, body).status == 400
