@@ -246,9 +246,10 @@ async def test_a_form_posted_to_the_api_is_told_its_body_is_not_json(api):
     assert "not valid JSON" in assert_envelope(reply, 400, "INVALID_REQUEST")["message"]
 
 
-async def test_content_encoding_identity_is_read_in_any_case_and_spacing(api):
+@pytest.mark.parametrize("encoding", [" Identity ", "", "  "])  # empty, it names no coding: it was a 415
+async def test_content_encoding_identity_or_empty_is_read_in_any_case_and_spacing(api, encoding):
     reply = await api("/api/v1/solar-time", "POST", json.dumps(PARIS),
-                      {"Content-Type": "application/json", "Content-Encoding": " Identity "})
+                      {"Content-Type": "application/json", "Content-Encoding": encoding})
     assert reply.status == 200, reply.body
 
 

@@ -99,8 +99,8 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
         if not request.body:
             return None
         try:
-            # Without the headers: Tornado would refuse any Content-Encoding, "identity" too, which
-            # _unsupported_encoding has let through as the only one meaning "as sent".
+            # Without the headers: Tornado would refuse any Content-Encoding, "identity" or empty too, which
+            # _unsupported_encoding has let through as the only ones meaning "as sent".
             tornado.httputil.parse_body_arguments(request.headers.get("Content-Type", ""), request.body,
                                                   request.body_arguments, request.files)
         except tornado.httputil.HTTPInputError as exc:
@@ -112,8 +112,8 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
 
 def _unsupported_encoding(request: tornado.httputil.HTTPServerRequest) -> ApiError | None:
     """A body is taken as sent: a compressed one (gzip, br, …) would otherwise read as bytes that are not JSON."""
-    encoding = request.headers.get("Content-Encoding", "identity")
-    if not request.body or encoding.strip().lower() == "identity":
+    encoding = request.headers.get("Content-Encoding", "")
+    if not request.body or encoding.strip().lower() in ("", "identity"):  # empty, it names no coding
         return None
     return ApiError("UNSUPPORTED_MEDIA_TYPE", 415, f"The request body has Content-Encoding: {shortened(encoding)}, "
                     "which this service does not decode; send it without one (uncompressed).")
