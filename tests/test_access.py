@@ -17,6 +17,7 @@ from email.message import Message
 from urllib.parse import urlencode
 
 import pytest
+import tornado.httputil
 from counters import RedisServer, UnusedMinuteClock
 from servers import start_solarserv
 
@@ -120,6 +121,22 @@ async def test_every_row_of_the_enforcement_table(api, keys, overrides, kind, st
     assert limits(reply)[:2] == (limit, limit - 1)
     assert reply.headers.get("X-API-Key-Status") == key_status
     assert reply.headers.get("WWW-Authenticate") == ('ApiKey header="X-API-Key"' if status == 401 else None)
+
+
+@pytest.mark.parametrize("overrides", [{"api_key_required": True}])
+async def test_a_key_in_two_x_api_key_headers_is_one_key_and_two_keys_are_told_apart(api, keys, overrides):
+    # Tornado joins repeated headers with a comma: "key,key" was no key, a valid key sent twice a 401 "not recognised".
+    key = key_for(keys, "valid")
+    twice = tornado.httputil.HTTPHeaders()
+    for _ in range(2):
+        twice.add("X-API-Key", key)
+    reply = await api(PARIS_GET, headers=twice)
+    assert reply.status == 200 and limits(reply)[:2] == (10, 9), reply.body
+    twice.add("X-API-Key", UNKNOWN_KEY)
+    reply = await api(PARIS_GET, headers=twice)
+    assert reply.status == 401 and reply.headers["X-API-Key-Status"] == "invalid"
+    assert reply.json()["error"] == {"code": "INVALID_API_KEY", "message": "The X-API-Key header is given 2 different "
+                                                                           "keys; send the one key to use."}
 
 
 async def test_anonymous_clients_get_anon_rpm_then_429_until_the_minute_turns(api, clock):

@@ -55,7 +55,10 @@ class Admission:
 
 async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> Admission:
     settings = services.settings
-    supplied = request.headers.get(API_KEY_HEADER, "").strip()
+    # One key however many X-API-Key headers repeat it (Tornado would join them with commas); different keys in
+    # them are no key: the client is told so.
+    sent = {value.strip() for value in request.headers.get_list(API_KEY_HEADER)} - {""}
+    supplied = next(iter(sent)) if len(sent) == 1 else ""
     busy: KeyStoreBusy | None = None
     try:
         key = services.keys.active_key(supplied) if supplied else None
@@ -70,7 +73,7 @@ async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> A
         decision = await services.limiter.hit(ip_counter(client_ip(request, settings.trust_proxy)),
                                               settings.anon_rpm)
     headers = decision.headers()
-    if supplied and key is None and busy is None:
+    if sent and key is None and busy is None:
         # With enforcement off the request still passes on per-IP limits; say so, so a typo is not silent.
         headers["X-API-Key-Status"] = "invalid"
     if not decision.allowed:  # its Retry-After comes with the error (retry_after), as every refusal's does
@@ -78,7 +81,7 @@ async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> A
     if busy is not None:
         return Admission(headers, _busy())
     if settings.api_key_required and key is None:
-        return Admission(headers, _invalid_key() if supplied else _missing_key())
+        return Admission(headers, _invalid_key(len(sent)) if sent else _missing_key())
     return Admission(headers)
 
 
@@ -147,6 +150,9 @@ def _missing_key() -> ApiError:
                     f"This service requires an API key: send it in the {API_KEY_HEADER} header.")
 
 
-def _invalid_key() -> ApiError:
+def _invalid_key(keys_sent: int) -> ApiError:
+    if keys_sent > 1:
+        return ApiError("INVALID_API_KEY", 401, f"The {API_KEY_HEADER} header is given {keys_sent} different keys; "
+                                                "send the one key to use.")
     return ApiError("INVALID_API_KEY", 401,
                     f"The API key in the {API_KEY_HEADER} header is not recognised or has been deactivated.")
