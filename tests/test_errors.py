@@ -260,6 +260,9 @@ async def test_a_content_encoding_without_a_body_is_not_refused(api):
 
 @pytest.mark.parametrize("request_bytes,answer", [
     (b"GET / HTTP/1.1\r\nHost: solarserv\r\nContent-Length: abc\r\n\r\n", b"HTTP/1.1 400 Bad Request\r\n\r\n"),
+    # A digit that is not ASCII (a header's bytes read as Latin-1: 0xB2 is "²"): no answer, and a ValueError traceback.
+    (b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nContent-Length: 1\xb2\r\n\r\n{}",
+     b"HTTP/1.1 400 Bad Request\r\n\r\n"),
     (b"POST / HTTP/1.1\r\nHost: solarserv\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
      b"HTTP/1.1 400 Bad Request\r\n\r\n"),
     # Tornado closes the stream it cannot read a head from within 64 KiB before anyone can answer.

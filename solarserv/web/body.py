@@ -54,7 +54,9 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
                          headers: tornado.httputil.HTTPHeaders) -> Awaitable[None] | None:
         self._head = (start_line, headers)
         declared = headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        # ASCII digits only: "²" (the byte 0xB2, as Tornado reads headers) is a digit to isdigit() and none to int().
+        # Any other value Tornado refuses when it reads the body.
+        if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             self.refusal = _too_large()
             return self._start_unread()
         return None
