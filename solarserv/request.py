@@ -143,7 +143,10 @@ def _text_number(fields: Mapping[str, Any], name: str) -> Decimal | None:
     if text is None:
         return None
     if not _DECIMAL.fullmatch(text):
-        raise malformed(f"The parameter {name} must be a number of decimal degrees, got {shortened(text, repr)}.")
+        # "latitude=+48.85" in a URL: a query string's "+" is a space, which the client did not write.
+        plus_read_as_space = " " in text and _DECIMAL.fullmatch(text.replace(" ", "+"))
+        raise malformed(f"The parameter {name} must be a number of decimal degrees, got {shortened(text, repr)}" + (
+            ": a + in a query string reads as a space, so write it %2B." if plus_read_as_space else "."))
     return decimal_number(text)
 
 

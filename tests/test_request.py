@@ -143,6 +143,14 @@ def test_query_numbers_that_are_not_finite_decimal_numbers_are_400(text):
     assert error.status == 400 and "latitude" in error.message
 
 
+@pytest.mark.parametrize("text", [" 48.85", "4.885e 1"])
+def test_a_plus_sign_read_as_a_space_from_a_query_string_is_told_so(text):
+    # "latitude=+48.85" or "4.885e+1" in a URL: a query string's "+" is a space, and the message quoted ' 48.85' alone.
+    error = rejected(parse_query_fields, query_args({**PARIS, "latitude": text}))
+    assert error.message == (f"The parameter latitude must be a number of decimal degrees, got {text!r}: a + in a "
+                             "query string reads as a space, so write it %2B.")
+
+
 @pytest.mark.parametrize("text,value", [("48", 48.0), ("-48.85", -48.85), ("+48.85", 48.85), ("48.", 48.0),
                                         (".5", 0.5), ("4.885e1", 48.85), ("-0", 0.0)])
 def test_query_numbers_are_decimal_numbers_as_json_and_people_write_them(text, value):
