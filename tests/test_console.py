@@ -15,7 +15,7 @@ import sqlite3
 import stat
 import time
 from http.cookies import SimpleCookie
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import psutil
 import pytest
@@ -163,6 +163,17 @@ async def test_console_pages_send_no_store_frame_deny_and_a_content_security_pol
 async def test_the_console_asks_for_a_login_first(browser):
     reply = await browser.get("/console")
     assert reply.code == 302 and reply.headers["Location"] == "/console/login?next=%2Fconsole"
+
+
+def test_a_search_sent_unencoded_comes_back_after_the_login_as_sent(live_server):
+    # curl sends "é" as its UTF-8 bytes, which Tornado reads as Latin-1 text: the login page was to return to "Ã©".
+    server = urlsplit(live_server)
+    with socket.create_connection((server.hostname, server.port), timeout=30) as client:
+        client.sendall("GET /console?q=é HTTP/1.1\r\nHost: solarserv\r\nConnection: close\r\n\r\n".encode())
+        received = b""
+        while chunk := client.recv(65536):
+            received += chunk
+    assert b"\r\nLocation: /console/login?next=%2Fconsole%3Fq%3D%C3%A9\r\n" in received
 
 
 SAMPLE_PATHS = {  # one concrete path per console route

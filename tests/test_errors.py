@@ -318,6 +318,26 @@ def test_a_header_tornado_cannot_read_is_not_quoted_in_the_log(live_server, capl
     assert len(logged) == 3 and all(line.endswith(": Invalid header value (not shown)") for line in logged)
 
 
+def test_utf8_sent_unencoded_in_the_request_line_is_quoted_and_logged_as_sent(live_server, caplog):
+    # curl sends what is typed: "Zürich" as its UTF-8 bytes, which Tornado reads as Latin-1 text ("ZÃ¼rich").
+    caplog.set_level(logging.INFO)
+    server = urlsplit(live_server)
+    with socket.create_connection((server.hostname, server.port), timeout=30) as client:
+        client.sendall("GET /zürich?place_name=Zürich HTTP/1.1\r\nHost: solarserv\r\nConnection: close\r\n\r\n"
+                       .encode())
+        received = b""
+        while chunk := client.recv(65536):
+            received += chunk
+    assert "There is nothing at /zürich. The API" in received.decode()
+    with socket.create_connection((server.hostname, server.port), timeout=30) as client:
+        client.sendall("GET /static/zürich.css HTTP/1.1\r\nHost: solarserv\r\nConnection: close\r\n\r\n".encode())
+        received = b""
+        while chunk := client.recv(65536):
+            received += chunk
+    assert "There is no page or file at <code>/static/zürich.css</code>" in received.decode()  # the page's 404
+    assert any(record.getMessage().startswith("404 GET /zürich?place_name=Zürich (") for record in caplog.records)
+
+
 # Requests that each send tens of thousands of characters where a few are meant: a path, a GET parameter (a
 # number that is none), a POST field, the chart's year. Before, every line about them quoted them whole: three
 # lines of 60,000 characters for the path.

@@ -111,7 +111,7 @@ class BaseHandler(tornado.web.RequestHandler):
         settings. Never one here; BaseHandler.log_exception has logged it on the server."""
         self.set_allow_header(status_code)
         self.render("error.html", status=status_code, reason=tornado.web.httputil.responses.get(status_code, "Error"),
-                    message=client_message(kwargs))
+                    message=client_message(kwargs), path=as_sent(self.request.path))
 
     def set_allow_header(self, status: int) -> None:
         """A 405 names the methods this handler answers (RFC 9110 §15.5.6): those it defines, and HEAD with
@@ -176,8 +176,20 @@ def request_summary(handler: tornado.web.RequestHandler) -> str:
     request = handler.request
     holds_secret = (request.path.lower().startswith(CONSOLE_PATH) or KEY_PREFIX in request.query
                     or any(name.lower().replace("-", "_") in _SECRET_PARAMETERS for name in request.query_arguments))
-    target = request.path if holds_secret else request.uri
+    target = as_sent(request.path if holds_secret else request.uri)
     return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({client_shown(handler)})"
+
+
+def as_sent(text: str) -> str:
+    """A part of the request line (the path, the URI) as the client wrote it. Tornado reads its bytes as Latin-1, so
+    UTF-8 sent unencoded (curl sends "Zürich" as typed) would read "ZÃ¼rich"; bytes that are not UTF-8 are left as
+    Tornado read them."""
+    if text.isascii():
+        return text
+    try:
+        return text.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return text
 
 
 class MalformedRequestLines(logging.Filter):
@@ -291,7 +303,7 @@ class ApiHandler(BaseHandler):
         """405 naming the method refused and those answered here, as the Allow header does (set_allow_header)."""
         answered = in_words(self.answered_methods() or ["no method"])
         return ApiError("METHOD_NOT_ALLOWED", 405, f"{self.request.method} is not answered at "
-                        f"{shortened(self.request.path, longest=TARGET_SHOWN)}, which answers {answered}.")
+                        f"{shortened(as_sent(self.request.path), longest=TARGET_SHOWN)}, which answers {answered}.")
 
 
 def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
@@ -331,6 +343,6 @@ class NotFoundHandler(ApiHandler):
         if self.admission.over_limit:
             raise self.admission.refusal
         self.check_body()
-        path = shortened(self.request.path, longest=TARGET_SHOWN)
+        path = shortened(as_sent(self.request.path), longest=TARGET_SHOWN)
         raise ApiError("NOT_FOUND", 404, f"There is nothing at {path}. The API lives under /api/v1/ (POST or GET "
                                          "/api/v1/solar-time).")

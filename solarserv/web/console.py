@@ -45,7 +45,7 @@ from solarserv.keys import (
 )
 from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
-from solarserv.web.base import CONSOLE_PATH, BaseHandler, client_message, client_shown
+from solarserv.web.base import CONSOLE_PATH, BaseHandler, as_sent, client_message, client_shown
 
 LOGIN_PATH = "/console/login"
 LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
@@ -203,7 +203,7 @@ class ConsoleHandler(BaseHandler):
             raise tornado.web.HTTPError(405)
         if self.access is Access.ADMIN and not self.current_user:
             if self.request.method in ("GET", "HEAD"):
-                self.redirect(f"{LOGIN_PATH}?{urlencode({'next': self.request.uri})}")
+                self.redirect(f"{LOGIN_PATH}?{urlencode({'next': as_sent(self.request.uri)})}")
                 return
             raise tornado.web.HTTPError(403, "no console session")
 
