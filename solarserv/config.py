@@ -50,6 +50,33 @@ def _positive_int(text: str) -> int:
     return value
 
 
+# Each answer is work for a core, so processes beyond the cores only take turns on them, and each holds its own
+# memory (86 MiB RSS, README's Performance): a bound that leaves room to try, and keeps a typo (80 for 8, or a
+# number of requests) from forking processes until the machine runs out of memory.
+PROCESSES_PER_CORE = 4
+
+
+def most_processes() -> int:
+    """The most SOLARSERV_PROCESSES may be: PROCESSES_PER_CORE for each core this process may run on."""
+    return PROCESSES_PER_CORE * _cores()
+
+
+def _cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or taskset narrows), else the
+    machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _process_count(text: str) -> int:
+    value = _positive_int(text)
+    if value > most_processes():
+        raise ValueError(f"must be at most {most_processes()}, {PROCESSES_PER_CORE} for each of the {_cores()} "
+                         f"cores here, got {value}")
+    return value
+
+
 def _port(text: str) -> int:
     value = _whole_number(text)
     if not 0 <= value <= 65535:
@@ -184,9 +211,9 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("host", "HOST", "--host", str, "127.0.0.1", "Interface to listen on."),
     Setting("port", "PORT", "--port", _port, 8000, "TCP port to listen on (0 picks a free one)."),
-    Setting("processes", "SOLARSERV_PROCESSES", "--processes", _positive_int, 1,
-            "Server processes sharing the port, forked by `solarserv serve` after binding it; with more "
-            "than one, set REDIS_URL so they share rate-limit counts."),
+    Setting("processes", "SOLARSERV_PROCESSES", "--processes", _process_count, 1,
+            f"Server processes sharing the port, forked by `solarserv serve` after binding it, at most "
+            f"{PROCESSES_PER_CORE} for each core; with more than one, set REDIS_URL so they share rate-limit counts."),
     Setting("data_dir", "SOLARSERV_DATA_DIR", "--data-dir", Path, Path("./var"),
             "Directory for the SQLite key store and the gazetteer index.", commands=(SERVE, CALC, KEYS)),
     Setting("redis_url", "REDIS_URL", "--redis-url", _redis_url, None,

@@ -3,6 +3,8 @@ flag, before `solarserv serve` binds its port or forks."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from solarserv import cli, config
@@ -93,6 +95,17 @@ def test_a_true_or_false_setting_refuses_another_word():
 ])
 def test_a_value_out_of_its_range_or_form_is_refused_saying_which(environ, said):
     assert refusal(environ) == said
+
+
+def test_more_processes_than_four_a_core_are_refused():
+    # Unbounded, a typo (99999999999) forked workers until the machine ran out of memory.
+    most = config.most_processes()
+    assert most == config.PROCESSES_PER_CORE * len(os.sched_getaffinity(0))
+    assert config.load(environ={"SOLARSERV_PROCESSES": str(most)}).processes == most
+    for too_many in (most + 1, 99999999999):
+        assert refusal({"SOLARSERV_PROCESSES": str(too_many)}) == (
+            f"SOLARSERV_PROCESSES='{too_many}': must be at most {most}, 4 for each of the {most // 4} cores here, "
+            f"got {too_many}")
 
 
 def test_the_edges_of_each_range_are_accepted():
