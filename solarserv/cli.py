@@ -20,12 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psutil
 import tornado.netutil
-import tornado.process
 
 import solarserv
-from solarserv import config, geo
+from solarserv import config, geo, workers
 from solarserv.errors import ApiError
 from solarserv.keys import (
     ACTIVE,
@@ -173,8 +171,8 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the event loop took over the signals
         pass
     # Stopping: a second signal (Ctrl-C reaches a worker directly and through the parent) must not make
-    # the exit status say "killed", which fork_processes would answer with a restart.
-    for signum in STOP_SIGNALS:
+    # the exit status say "killed".
+    for signum in workers.STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     return 0
 
@@ -206,7 +204,7 @@ def _check_before_binding(settings: Any) -> None:
 def _load_code(settings: Any) -> Narrator:
     """Everything a worker runs, loaded before any fork: the service's modules, the geocoder's, and the narrator
     (the plugins imported, built-in, installed and PLUGINS_DIR's, and the templates compiled). The workers share
-    it, and one that fork_processes restarts runs what its siblings run: after the checkout changed under the
+    it, and one that is started again runs what its siblings run: after the checkout changed under the
     server, a worker that imported anything itself would run new code beside old, or fail at every restart. A
     plugin conflict or a template that does not compile stops `serve` here, before the port is bound."""
     for module in ("solarserv.web.app", "solarserv.web.server", geo.geocoder_module(settings.geocoder)):
@@ -244,8 +242,9 @@ def _spreads_connections(settings: Any) -> bool:
 
 
 def _fork_workers(settings: Any, sockets: list[socket.socket]) -> tuple[int, PlaceDiscs | None, list[socket.socket]]:
-    """Fork SOLARSERV_PROCESSES workers; returns only in each of them (the parent waits, restarting a worker that
-    dies): its number, the offline gazetteer's places read once before the fork, and its listening sockets."""
+    """Fork SOLARSERV_PROCESSES workers; returns only in each of them (the parent supervises them: see
+    solarserv.workers): its number, the offline gazetteer's places read once before the fork, and its listening
+    sockets."""
     if not settings.redis_url:
         log.warning("%d processes without REDIS_URL: each counts requests on its own, so a client "
                     "gets up to %d times its rate limit", settings.processes, settings.processes)
@@ -254,12 +253,11 @@ def _fork_workers(settings: Any, sockets: list[socket.socket]) -> tuple[int, Pla
         from solarserv.geo.offline import read_towns  # the offline geocoder's alone: not imported otherwise
 
         towns = read_towns(Path(settings.data_dir))
-    _forward_stop_signals_to_workers()
     # The collector writes to every object it examines, so each worker's first collections would copy
     # the pages of everything imported: frozen, they stay shared (20 MB less per process, measured).
     gc.freeze()
     parent = os.getpid()
-    worker = tornado.process.fork_processes(settings.processes)  # returns only in the workers
+    worker = workers.fork_workers(settings.processes)  # returns only in the workers
     _stop_with_parent(parent)
     if _spreads_connections(settings) and worker > 0:
         sockets = _worker_sockets(sockets, settings.host)
@@ -275,7 +273,7 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     from solarserv.web.server import make_server
 
     stopping = asyncio.Event()
-    for signum in STOP_SIGNALS:
+    for signum in workers.STOP_SIGNALS:
         asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
     services = Services.build(settings, console, towns, narrator)
     await services.limiter.check_redis()  # logs whether Redis answers before the ready line
@@ -290,9 +288,6 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     await server.close_all_connections()
     await services.limiter.close()
     services.keys.close()
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _check_data_dir(directory: Path) -> None:
@@ -311,8 +306,8 @@ def _check_data_dir(directory: Path) -> None:
 
 def _check_key_store(settings: Any) -> None:
     """Open the key store (making it in a new data dir) and write to it, before binding anything: a store this
-    user cannot read or write would otherwise fail in every worker, which fork_processes restarts a hundred
-    times each, or at the first console login."""
+    user cannot read or write would otherwise fail in every worker, at each start, or at the first console
+    login."""
     with _key_store(settings, may_create=True) as store:
         store.drop_expired_sessions()
 
@@ -351,22 +346,6 @@ def _stop_with_parent(parent: int) -> None:
 
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-
-
-def _forward_stop_signals_to_workers() -> None:
-    """In the parent of the workers: pass SIGTERM and SIGINT on to each. A worker then stops with exit
-    status 0, which fork_processes takes as done rather than restarting it, and the parent exits after
-    the last one. Installed before the fork, so a worker inherits it until its event loop starts."""
-
-    def forward(signum: int, frame: Any) -> None:
-        if tornado.process.task_id() is not None:
-            sys.exit(0)  # a worker told to stop before it began serving: nothing to clean up
-        for worker in psutil.Process().children():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                worker.send_signal(signum)
-
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, forward)
 
 
 def _console_line(console: ConsoleSecrets, host: str, port: int, access: str) -> str:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 
 import psutil
 import pytest
 from servers import start_solarserv, stop_solarserv
+
+from solarserv.geo import gazetteer
+from solarserv.workers import GAVE_UP_STATUS
 
 PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
 # New connections to make before giving up on seeing both workers answer: each worker listens on a
@@ -161,3 +166,62 @@ def test_a_worker_imports_none_of_the_services_code_after_the_fork(data_dir):
     imported = subprocess.run([sys.executable, "-c", WORKER_PROBE, str(data_dir)], capture_output=True, text=True,
                               check=True)
     assert imported.stdout.strip() == "[]"
+
+
+def wait_for(condition, what: str, attempts: int = 600) -> None:
+    """Wait until ``condition()`` holds, checking every 0.1 s, for at most a minute: a generous limit, not a timing."""
+    for _ in range(attempts):
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"never: {what}")
+
+
+@pytest.mark.slow
+def test_a_worker_stopped_alone_is_started_again_and_no_connection_waits_for_it(two_workers):
+    # Tornado's fork_processes took its exit status 0 for done: it stayed stopped, and when it was worker 0, whose
+    # listening socket the parent holds too, the kernel kept sending it about half of the new connections, which
+    # waited there for ever.
+    process, base_url, _ = two_workers
+    parent = psutil.Process(process.pid)
+    first, second = sorted(parent.children(), key=lambda child: child.create_time())  # workers 0 and 1
+    first.terminate()
+    first.wait(timeout=30)
+    wait_for(lambda: len(parent.children()) == 2, "a worker started in place of the one stopped")
+    workers = {child.pid for child in parent.children()}
+    assert second.pid in workers and first.pid not in workers
+    answering = set()
+    for _ in range(MAX_CONNECTIONS):  # each on a new connection, which the kernel may send to either socket
+        answering.add(healthz(base_url)["process_id"])
+    assert answering == workers
+
+
+@pytest.mark.slow
+def test_a_worker_failing_at_start_is_started_again_after_longer_pauses_until_the_server_gives_up(data_dir, tmp_path):
+    # fork_processes started it again at once, a hundred times in six seconds (a core spun), then ended with a
+    # RuntimeError traceback.
+    new_data_dir = tmp_path / "var"
+    new_data_dir.mkdir()
+    os.link(gazetteer.index_path(data_dir), gazetteer.index_path(new_data_dir))
+    log_path = tmp_path / "server.log"
+    process = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(new_data_dir)], log_path)
+    try:
+        until_both_workers_are_ready(process)
+        workers = psutil.Process(process.pid).children()
+        # What checks before binding would have refused: every worker started from now on fails at start.
+        (new_data_dir / "keys.db").write_bytes(b"Not a database: a file copied over it.\n" * 100)
+        workers[0].kill()
+        assert process.wait(timeout=120) == GAVE_UP_STATUS
+        _, alive = psutil.wait_procs(workers, timeout=30)
+        assert not alive  # the healthy one stopped with the parent
+    finally:
+        stop_solarserv(process)
+    lines = log_path.read_text().splitlines()
+    assert "Traceback (most recent call last):" not in lines
+    pauses = [line.split("starting it again in ")[1] for line in lines if "starting it again in" in line]
+    assert pauses == ["0.25 s", "0.5 s", "1 s", "2 s", "4 s"]
+    # Killed, then started again five times, each failing: six ends in a row within 10 s of a start.
+    assert sum(line.startswith("error: The key store") for line in lines) == 5
+    gave_up = [line for line in lines if "giving up" in line]
+    assert len(gave_up) == 1 and "6 times in a row within 10 s of its start: giving up, stopping the server (exit " \
+        "status 1)" in gave_up[0]

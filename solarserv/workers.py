@@ -1,0 +1,159 @@
+"""The workers of `solarserv serve --processes N`: forked by the parent once it has bound the port, started again
+when one stops while the server runs, and stopped together on SIGTERM or SIGINT to the parent.
+
+Tornado's fork_processes, used before, restarted only a worker that failed (an error status, a signal): one
+stopped alone by SIGTERM, status 0, was left stopped, and when it was worker 0, whose listening socket the parent
+holds too, the kernel kept sending new connections to that socket, where they waited for ever. It restarted a
+failing worker at once, a hundred times over the server's whole life, then ended with a traceback: a worker that
+fails as it starts spun a core for seconds, and a hundred crashes a month apart ended a server as surely.
+Here a worker is started again whatever ended it; one that fails at start is started again after a pause, longer
+each time, and after RESTART_PAUSES_SECONDS are spent the parent gives up in one log line, stops the others and
+exits with status 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import signal
+import sys
+import time
+from typing import Any
+
+log = logging.getLogger("solarserv.workers")
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# A worker that stops sooner than this after it was started failed at start: starting takes well under a second.
+STARTING_SECONDS = 10.0
+# The pauses before starting again a worker that fails at start, one for each failure in a row; after the
+# last, the server gives up. A worker that ran longer is started again at once.
+RESTART_PAUSES_SECONDS = (0.25, 0.5, 1.0, 2.0, 4.0)
+GAVE_UP_STATUS = 1
+
+
+def fork_workers(count: int) -> int:
+    """Fork ``count`` workers; returns only in each of them, its number (0 to count - 1). The parent supervises
+    them until they have all stopped, then exits: status 0 after SIGTERM or SIGINT, GAVE_UP_STATUS when a worker
+    kept failing at start."""
+    return _Supervisor(count).run()
+
+
+class _Supervisor:
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.running: dict[int, tuple[int, float]] = {}  # pid: (worker number, when it was started)
+        self.due: dict[int, float] = {}  # worker number: when to start it again
+        self.failures_in_a_row = [0] * count
+        self.stopping = False
+        self.gave_up = False
+        self.wakeup_read, self.wakeup_write = os.pipe()
+
+    def run(self) -> int:
+        for descriptor in (self.wakeup_read, self.wakeup_write):
+            os.set_blocking(descriptor, False)
+        # A signal's handler runs only between two bytecodes, so select would sleep through it: its number written
+        # to the pipe wakes select.
+        signal.set_wakeup_fd(self.wakeup_write)
+        signal.signal(signal.SIGCHLD, _wake_only)
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._stop)
+        for number in range(self.count):
+            if self._start(number):
+                return number
+        while True:
+            self._reap()
+            if self.stopping:
+                self.due.clear()
+            if not self.running and not self.due:
+                break
+            now = time.monotonic()
+            for number, when in sorted(self.due.items()):
+                if when <= now:
+                    del self.due[number]
+                    if self._start(number):
+                        return number
+            timeout = max(0.0, min(self.due.values()) - now) if self.due else None
+            select.select([self.wakeup_read], [], [], timeout)
+            with contextlib.suppress(BlockingIOError):
+                os.read(self.wakeup_read, 4096)
+        raise SystemExit(GAVE_UP_STATUS if self.gave_up else 0)
+
+    def _start(self, number: int) -> bool:
+        """Fork worker ``number``: True in the worker, False in the parent."""
+        signals = {signal.SIGCHLD, *STOP_SIGNALS}
+        # Held until each process has the handlers it needs: a stop signal the new worker ran the parent's
+        # handler for would stop its siblings.
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            os.close(self.wakeup_read)
+            os.close(self.wakeup_write)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, _stop_before_serving)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+            return True
+        self.running[pid] = (number, time.monotonic())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+        log.info("Worker %d started (pid %d)", number, pid)
+        return False
+
+    def _stop(self, signum: int, frame: Any) -> None:
+        """Pass SIGTERM or SIGINT on to every worker: each stops with status 0, and is not started again."""
+        self.stopping = True
+        for pid in self.running:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    def _reap(self) -> None:
+        while self.running:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                return
+            if pid in self.running:
+                self._ended(pid, status)
+
+    def _ended(self, pid: int, status: int) -> None:
+        number, started = self.running.pop(pid)
+        ran = time.monotonic() - started
+        how = _how_it_ended(status)
+        if self.stopping:
+            log.info("Worker %d (pid %d) stopped: %s", number, pid, how)
+            return
+        if ran >= STARTING_SECONDS:
+            self.failures_in_a_row[number] = 0
+            log.warning("Worker %d (pid %d) ended (%s) after %.0f s: starting it again", number, pid, how, ran)
+            self.due[number] = time.monotonic()
+            return
+        failures = self.failures_in_a_row[number] = self.failures_in_a_row[number] + 1
+        if failures > len(RESTART_PAUSES_SECONDS):
+            log.error("Worker %d (pid %d) ended (%s) %.1f s after it started, %d times in a row within %g s of its "
+                      "start: giving up, stopping the server (exit status %d); the worker's lines above say why",
+                      number, pid, how, ran, failures, STARTING_SECONDS, GAVE_UP_STATUS)
+            self.gave_up = True
+            self._stop(signal.SIGTERM, None)
+            return
+        pause = RESTART_PAUSES_SECONDS[failures - 1]
+        log.warning("Worker %d (pid %d) ended (%s) %.1f s after it started (%d of %d times in a row within %g s of its "
+                    "start before the server gives up): starting it again in %g s", number, pid, how, ran, failures,
+                    len(RESTART_PAUSES_SECONDS) + 1, STARTING_SECONDS, pause)
+        self.due[number] = time.monotonic() + pause
+
+
+def _how_it_ended(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        return f"killed by signal {signum}, {signal.Signals(signum).name}"
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+def _wake_only(signum: int, frame: Any) -> None:
+    """SIGCHLD's handler: the signal's number written to the wakeup pipe is all the parent needs."""
+
+
+def _stop_before_serving(signum: int, frame: Any) -> None:
+    """A worker's handler of SIGTERM and SIGINT until its event loop takes them over: nothing to clean up yet."""
+    sys.exit(0)
