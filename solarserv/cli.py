@@ -284,8 +284,7 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     if first_process and settings.console != "off":
         _announce(_console_line(console, settings.host, port, settings.console))
     await stopping.wait()
-    server.stop()
-    await server.close_all_connections()
+    await server.stop_after_requests_in_flight()
     await services.limiter.close()
     services.keys.close()
 

@@ -120,3 +120,35 @@ def test_connections_beyond_the_open_file_limit_wait_while_those_held_are_served
         for connection in held:
             connection.close()
         stop_solarserv(process)
+
+
+@pytest.mark.slow
+def test_sigterm_lets_the_requests_in_flight_be_answered_before_it_stops(data_dir, tmp_path):
+    # close_all_connections closed every connection at once: a request in flight got its connection closed, no answer.
+    process = start_solarserv(["--port", "0", "--data-dir", str(data_dir)], tmp_path / "server.log")
+    try:
+        port = int(process.stdout.readline().strip().rstrip("/").rsplit(":", 1)[1])
+        body = b'{"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}'
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT_SECONDS) as client:
+            client.sendall(b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nContent-Type: application/json\r\n"
+                           b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+            assert client.recv(100).startswith(b"HTTP/1.1 100")  # its headers read: the request is in flight
+            process.terminate()
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not refused(port):  # the server has stopped accepting: it is stopping
+                assert time.monotonic() < deadline, "the server did not stop accepting"
+                time.sleep(0.05)
+            client.sendall(body)
+            answer = client.makefile("rb").read()  # up to the server's close
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and b'"true_solar_time"' in answer
+        assert process.wait(timeout=WAIT_SECONDS) == 0
+    finally:
+        stop_solarserv(process)
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=WAIT_SECONDS).close()
+    except ConnectionRefusedError:
+        return True
+    return False

@@ -15,10 +15,15 @@ allow (half of those free when it starts: while a request runs its connection ma
 connection, a geocoder's socket or a static file), and resumes as they close. Connections it holds keep being
 served; new ones wait in the kernel's listen queue. Should descriptors run out all the same, it pauses accepting
 for half a second (as nginx does) or until a connection closes, and logs it at most once a minute.
+
+Stopping. Tornado's close_all_connections closes every connection at once, cutting the answers of the requests
+in flight: their clients got the connection closed, no answer. This server stops accepting, lets the requests it
+has begun reading finish (their answers written), for STOP_GRACE_SECONDS at most, then closes the connections.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import functools
 import logging
@@ -27,10 +32,11 @@ import os
 import resource
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 import tornado.httpserver
+import tornado.httputil
 import tornado.ioloop
 import tornado.web
 
@@ -47,6 +53,9 @@ PAUSE_LOG_INTERVAL_SECONDS = 60.0
 # Connections accepted in one turn of the event loop, as Tornado's accept loop does (its listen backlog): a
 # stream of new connections must not starve the connections being served.
 ACCEPTS_PER_TURN = 128
+# How long a stopping server waits for the requests in flight: longer than any answer takes, shorter than a
+# service manager's wait before it kills the process (systemd's TimeoutStopSec, 90 s).
+STOP_GRACE_SECONDS = 30.0
 # accept() failing for want of a descriptor (this process's, the system's) or of kernel memory.
 _OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
@@ -78,6 +87,9 @@ class BoundedHTTPServer(tornado.httpserver.HTTPServer):
         self._accepting = True
         self._resume_timer: object | None = None
         self._last_pause_logged = -math.inf
+        self._in_flight = 0
+        self._none_in_flight = asyncio.Event()
+        self._none_in_flight.set()
 
     def add_sockets(self, sockets: Iterable[socket.socket]) -> None:
         """As TCPServer.add_sockets, with this server's accept loop in place of netutil.add_accept_handler's."""
@@ -134,3 +146,96 @@ class BoundedHTTPServer(tornado.httpserver.HTTPServer):
     def on_close(self, server_conn: object) -> None:
         super().on_close(server_conn)
         self._resume()
+
+    def start_request(self, server_conn: object,
+                      request_conn: tornado.httputil.HTTPConnection) -> tornado.httputil.HTTPMessageDelegate:
+        request = _RequestInFlight(self)
+        return _CountingDelegate(super().start_request(server_conn, _CountingConnection(request_conn, request)),
+                                 request)
+
+    async def stop_after_requests_in_flight(self) -> None:
+        """Stop accepting, wait for the requests in flight to be answered (STOP_GRACE_SECONDS at most), then close
+        every connection."""
+        self.stop()
+        try:
+            await asyncio.wait_for(self._none_in_flight.wait(), STOP_GRACE_SECONDS)
+        except TimeoutError:
+            log.warning("Stopping with %d requests still unanswered after %g s: their connections are closed",
+                        self._in_flight, STOP_GRACE_SECONDS)
+        await self.close_all_connections()
+
+    def _count_in_flight(self, change: int) -> None:
+        self._in_flight += change
+        if self._in_flight:
+            self._none_in_flight.clear()
+        else:
+            self._none_in_flight.set()
+
+
+class _RequestInFlight:
+    """One request, counted in flight by its server from its headers' arrival until its answer is written or its
+    client goes away."""
+
+    def __init__(self, server: BoundedHTTPServer) -> None:
+        self.server = server
+        self.counted = False
+
+    def begin(self) -> None:
+        if not self.counted:
+            self.counted = True
+            self.server._count_in_flight(+1)
+
+    def end(self) -> None:
+        if self.counted:
+            self.counted = False
+            self.server._count_in_flight(-1)
+
+
+class _CountingDelegate(tornado.httputil.HTTPMessageDelegate):
+    """The application's reader of one request, which begins the request's count when its headers arrive."""
+
+    def __init__(self, delegate: tornado.httputil.HTTPMessageDelegate, request: _RequestInFlight) -> None:
+        self.delegate = delegate
+        self.request = request
+
+    def headers_received(self, start_line: Any, headers: tornado.httputil.HTTPHeaders) -> Awaitable[None] | None:
+        self.request.begin()
+        return self.delegate.headers_received(start_line, headers)
+
+    def data_received(self, chunk: bytes) -> Awaitable[None] | None:
+        return self.delegate.data_received(chunk)
+
+    def finish(self) -> None:
+        self.delegate.finish()
+
+    def on_connection_close(self) -> None:
+        self.delegate.on_connection_close()
+        self.request.end()
+
+
+class _CountingConnection:
+    """One request's connection as the application writes the answer to it, which ends the request's count once
+    the answer is written: what was written last has left."""
+
+    def __init__(self, connection: tornado.httputil.HTTPConnection, request: _RequestInFlight) -> None:
+        self.connection = connection
+        self.request = request
+        self.last_write: asyncio.Future[None] | None = None
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the connection, as the application uses it
+        return getattr(self.connection, name)
+
+    def write_headers(self, *args: Any, **kwargs: Any) -> asyncio.Future[None]:
+        self.last_write = self.connection.write_headers(*args, **kwargs)
+        return self.last_write
+
+    def write(self, chunk: bytes) -> asyncio.Future[None]:
+        self.last_write = self.connection.write(chunk)
+        return self.last_write
+
+    def finish(self) -> None:
+        self.connection.finish()
+        if self.last_write is None or self.last_write.done():
+            self.request.end()
+        else:
+            self.last_write.add_done_callback(lambda _: self.request.end())
