@@ -221,7 +221,7 @@ def test_a_worker_failing_at_start_is_started_again_after_longer_pauses_until_th
     pauses = [line.split("starting it again in ")[1] for line in lines if "starting it again in" in line]
     assert pauses == ["0.25 s", "0.5 s", "1 s", "2 s", "4 s"]
     # Killed, then started again five times, each failing: six ends in a row within 10 s of a start.
-    assert sum(line.startswith("error: The key store") for line in lines) == 5
+    assert sum(line.startswith("solarserv: error: The key store") for line in lines) == 5
     gave_up = [line for line in lines if "giving up" in line]
     assert len(gave_up) == 1 and "6 times in a row within 10 s of its start: giving up, stopping the server (exit " \
         "status 1)" in gave_up[0]
