@@ -73,9 +73,11 @@ class Visit:
 
 
 @contextlib.contextmanager
-def visiting(browser, base_url: str, width: int = 1100, height: int = 900, scripts: bool = True) -> Iterator[Visit]:
+def visiting(browser, base_url: str, width: int = 1100, height: int = 900, scripts: bool = True,
+             color_scheme: str = "light") -> Iterator[Visit]:
     """A page in a browser context of its own (no cookies or cache from other tests), closed afterwards."""
-    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=scripts)
+    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=scripts,
+                                  color_scheme=color_scheme)
     context.set_default_timeout(FIRST_ANSWER_MS)
     page = context.new_page()
     visit = Visit(page, base_url)
@@ -164,6 +166,52 @@ def test_a_long_unbroken_name_wraps_on_a_phone_screen(phone_visit, place_name):
     assert place_name in page.locator("main").inner_text()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     screenshot(page, f"page-long-name-{len(place_name)}-phone.png")
+
+
+# Each shown text's colour (an SVG text's fill) and the background it is drawn on, the nearest ancestor's
+# that is not transparent; a text field's placeholder and the field's own background.
+TEXT_COLOURS = """() => {
+  const background = (node) => {
+    for (; node; node = node.parentElement) {
+      const colour = getComputedStyle(node).backgroundColor;
+      if (colour !== "rgba(0, 0, 0, 0)") return colour;
+    }
+    return "rgb(255, 255, 255)";
+  };
+  const texts = [...document.querySelectorAll("body *")]
+    .filter((node) => node.getClientRects().length
+      && [...node.childNodes].some((child) => child.nodeType === Node.TEXT_NODE && child.textContent.trim()))
+    .map((node) => [node.tagName + "#" + node.id, getComputedStyle(node)[node instanceof SVGElement ? "fill" : "color"],
+                    background(node)]);
+  const placeholders = [...document.querySelectorAll("input[placeholder]")]
+    .map((input) => [input.id + "::placeholder", getComputedStyle(input, "::placeholder").color, background(input)]);
+  return [...texts, ...placeholders];
+}"""
+
+
+def contrast_ratio(foreground: str, background: str) -> float:
+    """WCAG 2's contrast ratio of two opaque CSS colours written rgb(r, g, b)."""
+    def luminance(colour: str) -> float:
+        channels = [int(value) / 255 for value in re.findall(r"\d+", colour)[:3]]
+        linear = [value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4 for value in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    darker, lighter = sorted([luminance(foreground), luminance(background)])
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_text_and_placeholder_contrasts_at_least_4_5_to_1_with_its_background(browser, live_server, scheme):
+    with visiting(browser, live_server, color_scheme=scheme) as visit:
+        page = visit.page
+        page.goto(f"{live_server}/?{urlencode(KASHGAR_SHARE)}")
+        page.locator("#eot-chart polyline.curve").wait_for()
+        page.get_by_label("By place name").check()  # its placeholder shown too
+        colours = page.evaluate(TEXT_COLOURS)
+        assert len(colours) > 50 and any(name == "place_name::placeholder" for name, _, _ in colours)
+        low = [(name, foreground, background, round(contrast_ratio(foreground, background), 2))
+               for name, foreground, background in colours if contrast_ratio(foreground, background) < 4.5]
+        assert low == []
+        visit.assert_clean()
 
 
 def test_without_javascript_the_page_says_it_needs_it_and_where_the_api_is(browser, live_server):
