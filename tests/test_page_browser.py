@@ -217,8 +217,15 @@ def test_every_text_and_placeholder_contrasts_at_least_4_5_to_1_with_its_backgro
 def test_without_javascript_the_page_says_it_needs_it_and_where_the_api_is(browser, live_server):
     with visiting(browser, live_server, scripts=False) as visit:
         visit.page.goto(live_server + "/?" + urlencode(KASHGAR_SHARE))
-        notice = visit.page.locator(".noscript").inner_text()
+        page = visit.page
+        notice = page.locator(".noscript").inner_text()
         assert "needs JavaScript" in notice and "/api/v1/solar-time" in notice
+        # No form that cannot work (sent, it reloaded this page with its fields in the address bar, and
+        # nothing else), and the example is a link to the API's answer.
+        assert page.locator("#calculator").is_hidden()
+        page.locator(".noscript").get_by_role("link").click()
+        page.wait_for_url("**/api/v1/solar-time?*")
+        assert json.loads(page.locator("body").inner_text())["timezone"] == "Europe/Paris"
 
 
 # Minutes whose parts are zero in every place: before, between and after the others, and all of them.
