@@ -573,3 +573,22 @@ def test_a_script_on_another_site_can_call_the_api_with_a_key_and_read_its_limit
     assert status == 200 and int(remaining) >= 0 and key_status == "invalid"  # enforcement off: counted per IP
     assert re.fullmatch(r"\d{2}:\d{2}:\d{2}", solar_time)
     assert visit.page_errors == []
+
+
+def test_a_refusal_after_a_pick_takes_the_focus_from_the_hidden_picker(limited_visit):
+    # 2 requests a minute: the 409 of a share link and of its reload; the candidate picked is refused (429),
+    # a refusal about no field, while the button the keyboard was on is hidden with its picker.
+    visit = limited_visit
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode({'place_name': 'Springfield', 'date': '2026-07-04'})}")
+    page.locator("#candidates").wait_for(state="visible")
+    page.reload()
+    page.locator("#candidates").wait_for(state="visible")
+    assert page.evaluate("document.activeElement.id") == "candidates-heading"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    page.locator("#problem").wait_for(state="visible")
+    assert shown(page, "#problem").startswith("Rate limit of 2 requests per minute exceeded")
+    assert page.locator("#candidates").is_hidden()
+    assert page.evaluate("document.activeElement.id") == "problem"  # it was lost, on the body
+    visit.assert_clean(expected_statuses={409, 429})

@@ -167,7 +167,7 @@ async function calculate(query, addToHistory) {
     } else if (failure instanceof ApiFailure) {
       showProblem(failure.error.message, fieldOfProblem(failure.error), addToHistory);
     } else {
-      showProblem(`This page failed: ${failure.message}`);
+      showProblem(`This page failed: ${failure.message}`, null, addToHistory);
     }
   } finally {
     if (inFlight === controller) {
@@ -188,13 +188,17 @@ function announce(text) {
 }
 
 /** Show ``message``; with ``field``, mark that field invalid and described by the message, and with
-``moveFocus`` (the person just asked) put the cursor there to correct it. */
+``moveFocus`` (the person just asked) put the cursor there to correct it. Without a field, ``moveFocus``
+puts it on the message if it was lost: on the button of a picker hidden while the question was asked. */
 function showProblem(message, field = null, moveFocus = false) {
   clearProblem(); // one problem at a time: a field marked before is no longer the one in question
   const problem = byId("problem");
   problem.textContent = message;
   problem.hidden = false;
-  if (!field) return;
+  if (!field) {
+    if (moveFocus && document.activeElement === document.body) problem.focus();
+    return;
+  }
   field.setAttribute("aria-invalid", "true");
   field.setAttribute("aria-describedby", `${field.dataset.describedBy ?? ""} problem`.trim());
   if (moveFocus) field.focus();
