@@ -168,6 +168,26 @@ def test_a_long_unbroken_name_wraps_on_a_phone_screen(phone_visit, place_name):
     screenshot(page, f"page-long-name-{len(place_name)}-phone.png")
 
 
+@pytest.mark.parametrize("width", [320, 375])
+def test_the_charts_words_and_numbers_do_not_overlap_on_a_small_screen(browser, live_server, width):
+    # 14 July: the date's label falls left of its marker, where the scale's numbers are.
+    with visiting(browser, live_server, width=width, height=800) as visit:
+        page = visit.page
+        page.goto(f"{live_server}/?{urlencode(KASHGAR_SHARE)}")
+        page.locator("#eot-chart polyline.curve").wait_for()
+        boxes = page.evaluate("""[...document.querySelectorAll('#eot-chart text')].map((text) => {
+            const box = text.getBoundingClientRect();
+            return [text.textContent, box.left, box.right, box.top, box.bottom];
+        })""")
+        assert len(boxes) == 7 + 12 + 2 + 1
+        overlapping = [(a[0], b[0]) for index, a in enumerate(boxes) for b in boxes[index + 1:]
+                       if a[1] < b[2] and b[1] < a[2] and a[3] < b[4] and b[3] < a[4]]
+        assert overlapping == []
+        chart = page.locator("#eot-chart").bounding_box()
+        assert all(chart["x"] <= left and right <= chart["x"] + chart["width"] for _, left, right, _, _ in boxes)
+        visit.assert_clean()
+
+
 # Each shown text's colour (an SVG text's fill) and the background it is drawn on, the nearest ancestor's
 # that is not transparent; a text field's placeholder and the field's own background.
 TEXT_COLOURS = """() => {

@@ -457,11 +457,13 @@ async function drawEquationOfTimeChart(result) {
       minutes > 0 ? `+${minutes}` : minutes < 0 ? `${MINUS}${-minutes}` : "0"));
   }
   const januaryFirst = Date.UTC(year, 0, 1);
+  // "Sep" is about 20 units wide in the scale's 11 px type: on a phone's narrower chart, months run together.
+  const monthName = (box.right - box.left) / 12 < 30 ? "narrow" : "short";
   for (let month = 0; month < 12; month += 1) {
     const day = (Date.UTC(year, month, 1) - januaryFirst) / DAY_MS;
     parts.push(svgElement("line", { class: "grid", x1: x(day), x2: x(day), y1: box.top, y2: box.bottom }));
     parts.push(svgElement("text", { class: "scale", x: x(day + 15), y: box.bottom + 16, "text-anchor": "middle" },
-      new Date(Date.UTC(year, month, 1)).toLocaleString("en", { month: "short", timeZone: "UTC" })));
+      new Date(Date.UTC(year, month, 1)).toLocaleString("en", { month: monthName, timeZone: "UTC" })));
   }
   // Samples are at 12:00 UTC, half a day into each date.
   const points = curve.days.map((sample, index) => `${x(index + 0.5).toFixed(1)},${y(sample.equation_of_time_minutes).toFixed(1)}`);
