@@ -188,6 +188,22 @@ def test_the_charts_words_and_numbers_do_not_overlap_on_a_small_screen(browser, 
         visit.assert_clean()
 
 
+def test_a_screen_reader_reads_the_charts_figures_once_described_by_its_note(visit):
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
+    page.locator("#eot-chart polyline.curve").wait_for()
+    cdp = page.context.new_cdp_session(page)
+    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+    chart = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "#eot-chart"})["nodeId"]
+    node = cdp.send("Accessibility.getPartialAXTree", {"nodeId": chart, "fetchRelatives": False})["nodes"][0]
+    note = shown(page, "#eot-chart-note")
+    name, description = node["name"]["value"], node["description"]["value"]
+    assert node["role"]["value"] == "image" and name == "Chart of the equation of time over 2026"
+    # Its figures are the note's, read once after the chart; the chart's name was the note's first sentence.
+    assert description == note and "16 min 27 s ahead" in note and name not in note
+    visit.assert_clean()
+
+
 # Each shown text's colour (an SVG text's fill) and the background it is drawn on, the nearest ancestor's
 # that is not transparent; a text field's placeholder and the field's own background.
 TEXT_COLOURS = """() => {

@@ -486,7 +486,8 @@ async function drawEquationOfTimeChart(result) {
   }), { high: curve.days[0], low: curve.days[0] });
   const shortDate = (iso) => formatDate(iso, { day: "numeric", month: "short" });
   const description = `In ${year} a sundial runs up to ${duration(extremes.high.equation_of_time_minutes)} ahead of mean time (${shortDate(extremes.high.date)}) and up to ${duration(extremes.low.equation_of_time_minutes)} behind (${shortDate(extremes.low.date)}); on ${formatDate(result.date)} the equation of time is ${signedDuration(eot)}.`;
-  replacePicture(svg, description, parts);
+  // Its title only names it: the note under it (its aria-describedby) gives the figures, read once that way.
+  replacePicture(svg, `Chart of the equation of time over ${year}`, parts);
   note.textContent = `${description} Daily values at ${curve.utc_time} UTC; the same everywhere on Earth.`;
 }
 
