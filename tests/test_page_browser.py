@@ -169,7 +169,7 @@ def test_a_long_unbroken_name_wraps_on_a_phone_screen(phone_visit, place_name):
 
 
 @pytest.mark.parametrize("width", [320, 375])
-def test_the_charts_words_and_numbers_do_not_overlap_on_a_small_screen(browser, live_server, width):
+def test_on_a_small_screen_nothing_scrolls_sideways_and_the_charts_words_do_not_overlap(browser, live_server, width):
     # 14 July: the date's label falls left of its marker, where the scale's numbers are.
     with visiting(browser, live_server, width=width, height=800) as visit:
         page = visit.page
@@ -185,6 +185,7 @@ def test_the_charts_words_and_numbers_do_not_overlap_on_a_small_screen(browser, 
         assert overlapping == []
         chart = page.locator("#eot-chart").bounding_box()
         assert all(chart["x"] <= left and right <= chart["x"] + chart["width"] for _, left, right, _, _ in boxes)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
         visit.assert_clean()
 
 
