@@ -144,7 +144,7 @@ def redis_url_shown(url: str) -> str:
 CONSOLE_ACCESS = ("local", "any", "off")
 
 # A token a console login is guessed against: 20 characters of a URL-safe alphabet are 120 bits (a generated
-# one has 43). Checked by `solarserv serve` with the console on (cli._check_before_binding): the other commands
+# one has 43). Checked by `solarserv serve` with the console on (serving._check_before_binding): the other commands
 # and a server without a console do not use the token.
 ADMIN_TOKEN_MIN_LENGTH = 20
 

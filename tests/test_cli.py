@@ -25,9 +25,10 @@ from permissions import bound_by_file_modes
 from servers import start_solarserv, stop_solarserv
 
 from solarserv import config
-from solarserv.cli import _console_line, main
+from solarserv.cli import main
 from solarserv.geo import gazetteer
 from solarserv.narration import Narrator
+from solarserv.serving import _console_line
 from solarserv.web.console import ConsoleSecrets
 
 PARIS_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14", "--time", "14:30"]
@@ -63,7 +64,7 @@ def serve_reaches_binding(capsys, data_dir, monkeypatch, *flags: str) -> bool:
     def reached_binding(settings):
         raise SystemExit(7)
 
-    monkeypatch.setattr("solarserv.cli._bind", reached_binding)
+    monkeypatch.setattr("solarserv.serving._bind", reached_binding)
     with pytest.raises(SystemExit) as stopped:
         run(capsys, data_dir, "serve", "--port", "0", *flags)
     return stopped.value.code == 7
@@ -74,7 +75,7 @@ def serve_reaches_binding(capsys, data_dir, monkeypatch, *flags: str) -> bool:
 def test_serve_refuses_an_admin_token_no_one_can_type_into_the_login_form(capsys, data_dir, monkeypatch, token):
     # Taken as it was, "That is not the admin token." answered every login with the token the operator set.
     monkeypatch.setenv("ADMIN_TOKEN", token)
-    monkeypatch.setattr("solarserv.cli._bind", lambda settings: pytest.fail("serve went on to bind its port"))
+    monkeypatch.setattr("solarserv.serving._bind", lambda settings: pytest.fail("serve went on to bind its port"))
     status, _, err = run(capsys, data_dir, "serve", "--port", "0")
     assert status == 2 and err.splitlines() == [
         "solarserv: error: ADMIN_TOKEN=(hidden): begins or ends with a space or holds a control character "
@@ -85,7 +86,7 @@ def test_serve_refuses_an_empty_cookie_secret_in_one_line_before_it_binds(capsys
     # Emptied (`: > cookie_secret`, to end every session, or a disk that filled as it was made), it was taken: the
     # server started, and every console page was a 500 ("You must define the 'cookie_secret' setting").
     (tmp_path / "cookie_secret").write_text("\n")
-    monkeypatch.setattr("solarserv.cli._bind", lambda settings: pytest.fail("serve went on to bind its port"))
+    monkeypatch.setattr("solarserv.serving._bind", lambda settings: pytest.fail("serve went on to bind its port"))
     status, _, err = run(capsys, tmp_path, "serve", "--port", "0")
     assert status == 2 and err.splitlines() == [
         f"solarserv: error: {tmp_path / 'cookie_secret'} is empty: delete it, and a new secret is made at "
@@ -96,7 +97,7 @@ def test_serve_refuses_a_cookie_secret_that_is_not_text_in_one_line_before_it_bi
     # Bytes written in its place (`head -c 32 /dev/urandom > cookie_secret`) stopped serve with a UnicodeDecodeError
     # traceback.
     (tmp_path / "cookie_secret").write_bytes(b"\xde\xad\xbe\xef" * 8)
-    monkeypatch.setattr("solarserv.cli._bind", lambda settings: pytest.fail("serve went on to bind its port"))
+    monkeypatch.setattr("solarserv.serving._bind", lambda settings: pytest.fail("serve went on to bind its port"))
     status, _, err = run(capsys, tmp_path, "serve", "--port", "0")
     assert status == 2 and err.splitlines() == [
         f"solarserv: error: {tmp_path / 'cookie_secret'} is not text (UTF-8): delete it, and a new secret is "
@@ -325,7 +326,7 @@ def test_serving_does_not_import_pandas_where_it_is_installed():
     # sqlite_utils would import it (0.35 s and 33 MB a process); solarserv.sqlite hides it. pvlib, a test
     # dependency, brings pandas, so this runs where the import would happen.
     assert importlib.util.find_spec("pandas") is not None
-    probe = ("import sys, solarserv.cli, solarserv.web.app, solarserv.geo.offline; "
+    probe = ("import sys, solarserv.cli, solarserv.serving, solarserv.web.app, solarserv.geo.offline; "
              "import sqlite_utils; print('pandas' in sys.modules, sqlite_utils.db.pd)")
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True).stdout.split() == ["False", "None"]

@@ -642,7 +642,8 @@ def test_a_pipeline_with_an_online_geocoder_imports_nothing_of_the_offline_one(t
     # The gazetteer and rapidfuzz (its suggestions' fuzzy matching) are the offline geocoder's: every process
     # would carry them for nothing.
     offline_only = ("solarserv.geo.offline", "solarserv.geo.gazetteer", "solarserv.geo.discs", "rapidfuzz")
-    probe = ("import sys, solarserv.cli, solarserv.pipeline, solarserv.web.app; from solarserv import config; "
+    probe = ("import sys, solarserv.cli, solarserv.serving, solarserv.pipeline, solarserv.web.app; "
+             "from solarserv import config; "
              "settings = config.load(environ={'GEOCODER': 'photon', 'SOLARSERV_DATA_DIR': sys.argv[1]}); "
              "solarserv.pipeline.Pipeline.build(settings); "
              f"print([name for name in {offline_only!r} if name in sys.modules])")

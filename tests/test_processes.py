@@ -132,15 +132,15 @@ def test_plugins_are_loaded_once_before_the_workers_fork(data_dir, tmp_path):
         stop_solarserv(process)
 
 
-# What `serve` loads before it forks (cli._load_code), then what a worker does: build the services and the
+# What `serve` loads before it forks (serving._load_code), then what a worker does: build the services and the
 # server, answer by coordinates, by name and with the chart; printing what of the service it imported meanwhile.
 WORKER_PROBE = """
 import asyncio, datetime as dt, sys
-from solarserv import cli, config
+from solarserv import config, serving
 from solarserv.models import SolarQuery
 
 settings = config.load(environ={"SOLARSERV_DATA_DIR": sys.argv[1]})
-narrator = cli._load_code(settings)
+narrator = serving._load_code(settings)
 loaded = set(sys.modules)
 
 async def work():

@@ -70,7 +70,7 @@ class Services:
               towns: PlaceDiscs | None = None, narrator: Narrator | None = None) -> Services:
         """``console``: secrets made once before `serve --processes` forks, so one login link serves all;
         ``towns``: the gazetteer's places read before it too, so the workers share them; ``narrator``: the
-        plugins loaded and templates compiled before it (cli.serve)."""
+        plugins loaded and templates compiled before it (serving.serve)."""
         return cls(settings=settings, pipeline=Pipeline.build(settings, towns, narrator), console=console)
 
     async def health(self) -> dict[str, Any]:
