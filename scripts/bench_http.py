@@ -738,7 +738,8 @@ STAGES = (
     # py-spy names the web layer's files without their directory: "(api.py:40)".
     ("admission (API key, rate limit)", ("(access.py", "solarserv/ratelimit.py", "solarserv/keys.py",
                                          "redis/")),
-    # The access line and the failure lines: by function name, as base.py holds handlers too.
+    # The access line and the failure lines: by function name, as text.py (escaped) and base.py (the failure lines'
+    # log_exception) hold other code too.
     ("access log", ("logging/", "log_request (", "request_summary (", "escaped (")),
     ("Tornado HTTP, asyncio event loop, handlers", ("tornado/", "asyncio/", "(api.py", "(base.py",
                                                     "solarserv/web/")),

@@ -257,8 +257,8 @@ def test_the_two_process_scaling_of_the_api_and_of_hello_world_is_printed():
 def test_a_profile_sample_counts_for_the_stage_of_its_innermost_recognised_frame():
     loop = "_run (/usr/lib/python3.11/asyncio/events.py:80);post (api.py:40)"
     raw = [f"{loop};admit (access.py:12);hit (/repo/solarserv/ratelimit.py:90) 3",
-           f"{loop};log_request (base.py:20);info (/usr/lib/python3.11/logging/__init__.py:1) 2",
-           f"{loop};log_request (base.py:20);request_summary (base.py:30) 1",
+           f"{loop};log_request (logs.py:20);info (/usr/lib/python3.11/logging/__init__.py:1) 2",
+           f"{loop};log_request (logs.py:20);request_summary (logs.py:30) 1",
            f"{loop};solar_events (/repo/solarserv/solar/events.py:10);sun_state (/repo/solarserv/solar/fast.py:1) 4",
            f"{loop};helper (/repo/solarserv/unknown.py:1) 1"]
     stages, _, total = bench_http._stage_shares(raw)

@@ -16,9 +16,10 @@ from solarserv.narration import Narrator
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
 from solarserv.web import api, console, page
-from solarserv.web.base import BaseHandler, NotFoundHandler, log_request
+from solarserv.web.base import BaseHandler, NotFoundHandler
 from solarserv.web.body import BodyReader
 from solarserv.web.console import ConsoleSecrets
+from solarserv.web.logs import log_request
 
 if TYPE_CHECKING:  # the offline geocoder's, imported only when it is chosen (geo.build_geocoder)
     from solarserv.geo.discs import PlaceDiscs

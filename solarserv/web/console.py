@@ -45,7 +45,8 @@ from solarserv.keys import (
 )
 from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
-from solarserv.web.base import CONSOLE_PATH, BaseHandler, as_sent, client_message, client_shown
+from solarserv.web.base import BaseHandler, client_message
+from solarserv.web.logs import CONSOLE_PATH, as_sent, client_shown
 
 LOGIN_PATH = "/console/login"
 LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
