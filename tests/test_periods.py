@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from solarserv.geo import periods
 from solarserv.geo.periods import LISTED_UNTIL, zone_periods
+from solarserv.geo.tzformats import FooterRule
 from solarserv.geo.zones import zone, zone_names
 from solarserv.solar.ephemeris import SUPPORTED_LAST_DATE
 
@@ -67,7 +67,7 @@ def _footer_only_tzif(footer: str) -> bytes:
 @pytest.mark.parametrize("year", [2023, 2024, 2030])
 def test_footer_rules_change_the_clocks_when_zoneinfo_does(footer, year):
     tz = ZoneInfo.from_file(io.BytesIO(_footer_only_tzif(footer)))
-    rule = periods._FooterRule.parse(footer)
+    rule = FooterRule.parse(footer)
     changes = rule.transitions(year)
     assert [kind for _, kind in changes] in ([rule.summer, rule.standard], [rule.standard, rule.summer])
     for when, kind in changes:
@@ -89,5 +89,5 @@ def test_footer_rules_change_the_clocks_when_zoneinfo_does(footer, year):
 def test_footer_rules_by_day_of_the_year(footer, year, summer_starts, summer_ends):
     """POSIX's day-of-year forms, which no tzdata zone uses today, as glibc reads them (CPython 3.11's
     zoneinfo puts J59 on 29 February in leap years and every n a day early, so it cannot be the check)."""
-    rule = periods._FooterRule.parse(footer)
+    rule = FooterRule.parse(footer)
     assert rule.transitions(year) == [(summer_starts, rule.summer), (summer_ends, rule.standard)]
