@@ -233,6 +233,14 @@ def test_the_most_populous_candidate_is_the_one_recommended(geocoder, name, reco
     assert max(candidates, key=lambda c: c["population"])["display_name"] == recommended
 
 
+def test_candidates_of_one_display_name_are_told_apart_by_their_position(geocoder):
+    # Two Lisbons in Ohio (39.86°N and 40.77°N); GeoNames gives no county to name them by.
+    names = [candidate["display_name"] for candidate in refusal(geocoder, "Lisbon").extra["candidates"]]
+    assert len(set(names)) == len(names)
+    assert {"Lisbon, Ohio, United States (39.86°N, 83.64°W)", "Lisbon, Ohio, United States (40.77°N, 80.77°W)",
+            "Lisbon, Maine, United States"} <= set(names)  # a name no other candidate has stays as it is
+
+
 def test_resending_a_candidates_coordinates_describes_that_very_place(geocoder):
     for candidate in refusal(geocoder, "Paris").extra["candidates"]:
         place = describe(geocoder, candidate["latitude"], candidate["longitude"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from solarserv.errors import ApiError
 from solarserv.geo import Located
 from solarserv.models import Place
 from solarserv.text import in_words
+from solarserv.timefmt import format_latitude, format_longitude
 
 # Latin letters that Unicode does not decompose into a base letter plus an accent.
 _UNDECOMPOSED_LETTERS = str.maketrans({
@@ -32,6 +34,9 @@ ALTERNATE_NAME_MIN_SHARE = 0.1
 MAX_CANDIDATES = 10
 # A 409's message names this many of the countries, then says how many more (a name can be in dozens).
 COUNTRIES_NAMED = 10
+# Candidates of one display name (two Lisbons in Ohio) are told apart by their position to this many
+# decimals, about a kilometre: places closer than that are one place for the Sun.
+TELLING_APART_DECIMALS = 2
 
 
 def fold(text: str) -> str:
@@ -138,7 +143,7 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
             f"'{asked}' matches places in {len(countries)} countries ({named}). "
             f"Resend with the latitude and longitude of one of the candidates, or narrow the name with a "
             f"country or region, e.g. '{asked}, {chosen.place.country_code}'.",
-            candidates=[candidate_json(m.place, recommended=m is chosen) for m in _candidates(ranked)],
+            candidates=_told_apart([candidate_json(m.place, recommended=m is chosen) for m in _candidates(ranked)]),
         )
     notes = []
     if narrowed_from is not None and narrowed_from > len(ranked):
@@ -175,6 +180,18 @@ def _candidates(ranked: Sequence[Match]) -> list[Match]:
     others = [match for match in ranked if id(match) not in picked]
     picked.update(id(match) for match in others[:max(MAX_CANDIDATES - len(picked), 0)])
     return [match for match in ranked if id(match) in picked]
+
+
+def _told_apart(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The candidates, each whose display name another one shares written with its position too: the data
+    names no county, and a person choosing between two "Lisbon, Ohio, United States" could not tell which."""
+    shared = Counter(candidate["display_name"] for candidate in candidates)
+    for candidate in candidates:
+        if shared[candidate["display_name"]] > 1:
+            position = (f"{format_latitude(candidate['latitude'], TELLING_APART_DECIMALS)}, "
+                        f"{format_longitude(candidate['longitude'], TELLING_APART_DECIMALS)}")
+            candidate["display_name"] += f" ({position})"
+    return candidates
 
 
 def _bigger_bearer_of_another_name(chosen: Match, matches: Sequence[Match]) -> Match | None:
