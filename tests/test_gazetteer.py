@@ -296,6 +296,27 @@ def test_a_404_suggests_up_to_three_close_own_names(geocoder, typed, message):
     assert refusal(geocoder, typed).message == message
 
 
+@pytest.mark.parametrize("typed,town", [
+    ("10 Downing Street, London", "London"),
+    ("Downing Street, London, UK", "London, UK"),
+    ("Main Street, Springfield, IL", "Springfield, IL"),
+    ("Champs-Élysées, Paris", "Paris"),
+    ("75001 Paris", "Paris"),  # a postcode
+    ("Paris 75001, France", "Paris, France"),
+    ("SW1A 2AA London", "London"),
+])
+def test_an_address_or_postcode_is_not_found_and_the_town_in_it_suggested(geocoder, typed, town):
+    error = refusal(geocoder, typed)
+    assert (error.code, error.extra["suggestions"]) == ("PLACE_NOT_FOUND", [town])
+    assert error.message == (f"No place found for '{typed}': the gazetteer knows towns, not streets, house numbers "
+                             f"or postcodes. Did you mean '{town}'?")
+
+
+def test_a_misspelt_name_before_a_region_is_not_taken_for_an_address(geocoder):
+    # Texas is a region, though two hamlets bear its name: the close names of 'Pariss' are suggested.
+    assert refusal(geocoder, "Pariss, Texas").extra["suggestions"][0] == "Paris"
+
+
 def test_a_country_alone_is_not_a_place_and_the_404_says_so(geocoder):
     error = refusal(geocoder, "Japan")
     assert error.code == "PLACE_NOT_FOUND"

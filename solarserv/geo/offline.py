@@ -154,6 +154,10 @@ class OfflineGeocoder:
             raise not_found(asked, reason=f"'{name}' is a country or region, not a town: name a town in it, "
                                           f"or send latitude and longitude")
         if not matches:
+            town = _town_in_address(gazetteer, name, qualifiers)
+            if town:
+                raise not_found(asked, [town], reason="the gazetteer knows towns, not streets, house numbers or "
+                                                      "postcodes")
             suggestions = await asyncio.get_running_loop().run_in_executor(None, gazetteer.suggestions, name)
             raise not_found(asked, suggestions)
         if not qualifiers:
@@ -232,6 +236,28 @@ def _trailing_qualifier(gazetteer: Gazetteer, text: str) -> tuple[str, list[str]
             if matches:
                 return name, [qualifier], matches
     return text, [], []
+
+
+def _town_in_address(gazetteer: Gazetteer, name: str, qualifiers: list[str]) -> str | None:
+    """The town an address or a postcode that matched nothing holds, as a name to send instead:
+    "10 Downing Street, London" → "London", "75001 Paris" → "Paris", "Paris 75001, France" → "Paris, France".
+    The parts after the name are tried first (an address ends with its town), then the name. A part holding
+    a word with a digit (a house number, a postcode) is tried without such words, from its longest tail of
+    words to its last word; a part without one only whole, and the name not at all (it was not found).
+    A country's or region's name is no town here: "Pariss, Texas" is a misspelt Paris, not an address in
+    one of the hamlets named Texas. None when no part names a town."""
+    parts = [name, *qualifiers]
+    for index in [*range(1, len(parts)), 0]:
+        words = parts[index].split()
+        kept = [word for word in words if not any(character.isdigit() for character in word)]
+        if not kept or (kept == words and index == 0):
+            continue
+        tails = [kept[-count:] for count in range(len(kept), 0, -1)] if kept != words else [kept]
+        for tail in map(" ".join, tails):
+            if not gazetteer.qualifier_regions(tail) and (
+                    gazetteer.matches(tail) or _trailing_qualifier(gazetteer, tail)[2]):
+                return ", ".join([tail, *parts[index + 1:]])
+    return None
 
 
 def read_towns(data_dir: Path) -> PlaceDiscs | None:
