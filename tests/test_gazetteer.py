@@ -396,6 +396,27 @@ def test_fold_ignores_case_accents_punctuation_spacing_and_abbreviations():
     assert fold("Москва") == "москва"  # other scripts are kept, casefolded
 
 
+def test_fold_writes_initials_with_full_stops_as_one_word():
+    assert fold("D.C.") == fold("DC") == "dc"
+    assert fold("U.S.A.") == fold("u.s.a") == "usa"
+    assert fold("Frankfurt a.M.") == "frankfurt am"
+    assert fold("St.Louis") == "saint louis"  # an abbreviation, not initials
+    assert fold("J. F. Kennedy") == "j f kennedy"  # initials written apart stay apart, as in the data
+
+
+@pytest.mark.parametrize("typed,display_name", [
+    ("Washington, D.C.", "Washington, District of Columbia, United States"),
+    ("Washington, D.C., U.S.A.", "Washington, District of Columbia, United States"),
+    ("Paris, U.S.A.", "Paris, Texas, United States"),
+    ("London, U.K.", "London, England, United Kingdom"),
+    # The data's own aliases are written with stops: "U.A.E.", "R.S.A.", "I.O.M."
+    ("Dubai, UAE", "Dubai, United Arab Emirates"),
+    ("Johannesburg, RSA", "Johannesburg, Gauteng, South Africa"),
+])
+def test_a_qualifier_written_in_initials_with_full_stops_narrows_as_its_letters_do(geocoder, typed, display_name):
+    assert locate(geocoder, typed).place.display_name == display_name
+
+
 def test_split_qualifiers():
     assert split_qualifiers("Springfield, IL, US") == ("Springfield", ["IL", "US"])
     assert split_qualifiers(" Paris ,, France ") == ("Paris", ["France"])
@@ -536,6 +557,17 @@ def test_servers_starting_together_on_one_data_dir_build_the_index_once(tmp_path
         "Alphaville, Île-de-France, France"]
     assert [m.place.display_name for m in index.matches("BETATOWN")] == ["Betatown, Texas, United States"]
     index.close()
+
+
+def test_an_index_of_an_older_schema_is_not_read_and_the_current_one_is_built_beside_it(tmp_path, monkeypatch):
+    current = gazetteer.index_path(tmp_path)
+    older = current.with_name(current.name.replace(f"-v{gazetteer.SCHEMA_VERSION}-",
+                                                   f"-v{gazetteer.SCHEMA_VERSION - 1}-"))
+    older.write_bytes(b"names folded the old way")
+    real_build = gazetteer.build_index
+    monkeypatch.setattr(gazetteer, "build_index", lambda path, cities=None: real_build(path, SMALL_SOURCE))
+    assert gazetteer.ensure_index(tmp_path) == current and current.exists()
+    assert older.read_bytes() == b"names folded the old way"
 
 
 def test_a_build_that_fails_leaves_no_index_behind(tmp_path):

@@ -43,7 +43,7 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: initials with full stops fold to one word ("d.c." → "dc")
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000

@@ -23,6 +23,9 @@ _UNDECOMPOSED_LETTERS = str.maketrans({
     "ø": "o", "đ": "d", "ð": "d", "ł": "l", "ı": "i", "ħ": "h", "ŀ": "l", "þ": "th", "æ": "ae", "œ": "oe",
 })
 _SEPARATORS = re.compile(r"[\W_]+")
+# Initials with full stops, each letter standing alone ("D.C.", "U.S.A.", "a.M."): one word, as written without
+# them ("DC"), where splitting at every stop made them letters apart ("d c") that no qualifier or name matched.
+_INITIALS = re.compile(r"(?<![^\W_])[^\W\d_](?:\.[^\W\d_])+\.?(?![^\W_])")
 # Abbreviations written both ways in place names ("St. Louis" / "Saint Louis"), expanded on both sides.
 _ABBREVIATIONS = {"st": "saint", "ste": "sainte", "mt": "mount", "ft": "fort"}
 
@@ -41,14 +44,17 @@ TELLING_APART_DECIMALS = 2
 
 def fold(text: str) -> str:
     """The form names are compared in: case, accents, punctuation and spacing removed, common
-    abbreviations spelt out. "  St. Étienne-du-Rouvray " → "saint etienne du rouvray". Scripts other
-    than Latin are kept as they are (casefolded), so "Москва" matches the data's "Москва"."""
+    abbreviations spelt out, initials joined. "  St. Étienne-du-Rouvray " → "saint etienne du rouvray",
+    "D.C." → "dc". Scripts other than Latin are kept as they are (casefolded), so "Москва" matches the
+    data's "Москва"."""
     if text.isascii():  # most names: nothing to decompose (a fast path, same result)
         letters = text.lower()
     else:
         decomposed = unicodedata.normalize("NFKD", text.casefold())
         letters = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
         letters = letters.translate(_UNDECOMPOSED_LETTERS)
+    if "." in letters:
+        letters = _INITIALS.sub(lambda initials: initials[0].replace(".", ""), letters)
     words = _SEPARATORS.split(letters)
     return " ".join(_ABBREVIATIONS.get(word, word) for word in words if word)
 
