@@ -187,7 +187,7 @@ def _check_place_name(raw: str) -> str:
     if len(name) > PLACE_NAME_MAX_LENGTH:
         raise invalid(f"place_name must be at most {PLACE_NAME_MAX_LENGTH} characters, got {len(name)}.")
     if has_hidden_characters(name):
-        raise invalid("place_name must not contain control, unassigned or layout characters (line "
+        raise invalid("place_name must not contain control, private-use, unassigned or layout characters (line "
                       "separators, bidirectional overrides).")
     if not fold(split_qualifiers(name)[0]):
         # Names are compared by their letters and digits alone, and the name is what comes before the first

@@ -115,6 +115,8 @@ def test_well_formed_but_invalid_values_are_422_with_the_rule(changes, words):
     ("Par\x00is", "control"),
     ("Paris\u202e", "control"),  # a bidirectional override
     ("Par\u2028is", "control"),  # a line separator
+    ("Par\ue000is", "private-use"),  # a private-use character
+    ("Par\u0378is", "unassigned"),  # an unassigned code point
     ("Paris\n", None),  # trailing whitespace, including a newline, is trimmed
     (", , ,", "must begin with a name holding a letter or a digit"),  # not a 404 for the empty name it folds to
     ("- _ .", "must begin with a name holding a letter or a digit"),
