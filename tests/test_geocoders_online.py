@@ -132,7 +132,8 @@ PHOTON_REVERSE = {
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
     "broken" fails with HTTP 500, "busy", "busy 1 s" and "busy a day" refuse with 429 (the latter two with
-    Retry-After: 1 and 86400). While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text."""
+    Retry-After: 1 and 86400). While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text,
+    of `odd["content_type"]` when set."""
 
     def initialize(self, answer: Any, requests: list, odd: dict) -> None:
         self.answer = answer
@@ -161,7 +162,7 @@ class FakeProvider(tornado.web.RequestHandler):
                 self.set_header("Retry-After", "1" if query == "busy 1 s" else "86400")
             self.finish("Too Many Requests")
             return
-        self.set_header("Content-Type", "application/json")
+        self.set_header("Content-Type", self.odd.get("content_type", "application/json"))
         self.write(self.odd["body"] if "body" in self.odd else json.dumps(self.answer(self)))
 
 
@@ -224,9 +225,10 @@ def provider_server():
 
 @pytest.fixture
 def odd_answer(provider_server):
-    """Makes the provider answer every request with the text given, until the test ends."""
+    """Makes the provider answer every request with the text given (and the Content-Type, if given), until the
+    test ends."""
     odd = provider_server["odd"]
-    yield lambda body: odd.update(body=body)
+    yield lambda body, **content_type: odd.update(body=body, **content_type)
     odd.clear()
 
 
@@ -402,6 +404,17 @@ def test_an_answer_of_an_unexpected_shape_is_a_503_logged_in_one_line(provider_s
 def test_an_answer_of_an_unexpected_shape_leaves_coordinates_undescribed(provider_server, odd_answer, name, body):
     odd_answer(body)
     assert asyncio.run(geocoder_for(provider_server, name).describe(48.8584, 2.2946)) is None
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_an_answer_in_a_character_set_python_does_not_know_is_unreadable(provider_server, odd_answer, caplog, name):
+    odd_answer("[]", content_type="application/json; charset=x-unheard-of")
+    geocoder = geocoder_for(provider_server, name)
+    error = refusal(geocoder, "Berlin")
+    assert (error.code, error.status) == ("GEOCODER_UNAVAILABLE", 503)
+    assert f"The place-name geocoder ({name}) gave an answer it could not read." in error.message
+    assert asyncio.run(geocoder.describe(48.8584, 2.2946)) is None  # a coordinate query goes on without a town
+    assert "unknown encoding: x-unheard-of" in caplog.text
 
 
 def test_an_unreadable_body_is_logged_in_one_short_line(nominatim, odd_answer, caplog):

@@ -297,9 +297,10 @@ class OnlineGeocoder:
             raise _unavailable(self.name, "gave an answer it could not read") from None
 
 
-# What reading JSON of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
-# .get, {"foo": 1} no "features", a "lat" of "abc" is no float, a hit without coordinates no Location.
-_UNEXPECTED_SHAPE = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+# What reading an answer of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
+# .get, {"foo": 1} no "features" (a KeyError, a LookupError), a "lat" of "abc" is no float, a hit without
+# coordinates no Location, and a charset Python does not know (a LookupError, from geopy's decoding).
+_UNEXPECTED_SHAPE = (AttributeError, LookupError, TypeError, ValueError)
 # Enough of a failure's text to tell what went wrong; geopy puts a whole unreadable body (an HTML
 # page) into its message.
 _LOGGED_CHARACTERS = 300
