@@ -381,11 +381,16 @@ UNEXPECTED_SHAPES = [
     ("nominatim", "[1, 2]"), ("nominatim", '"hello"'), ("nominatim", '{"foo": 1}'),
     pytest.param("nominatim", json.dumps([{**PARIS_TX, "lat": "abc"}]), id="nominatim-lat-abc"),
     pytest.param("nominatim", json.dumps([{**PARIS_TX, "address": ["Texas"]}]), id="nominatim-address-list"),
+    # Off the globe: geopy refuses a latitude of 91 but wraps a longitude of 200 to -160, another place.
+    pytest.param("nominatim", json.dumps([{**PARIS_TX, "lon": "200"}]), id="nominatim-lon-200"),
     ("photon", "[1, 2]"), ("photon", '"hello"'), ("photon", '{"foo": 1}'), ("photon", "[]"), ("photon", "null"),
     ("photon", '{"features": [1]}'),
     pytest.param("photon", json.dumps({"features": [{**PHOTON_SEARCH["Berlin"][0],
                                                      "geometry": {"coordinates": ["a", "b"]}}]}),
                  id="photon-coordinates-ab"),
+    pytest.param("photon", json.dumps({"features": [{**PHOTON_SEARCH["Berlin"][0],
+                                                     "geometry": {"coordinates": [200, 52.5]}}]}),
+                 id="photon-lon-200"),
 ]
 
 

@@ -88,10 +88,11 @@ class NominatimProvider:
         raw = hit.raw
         address = raw.get("address", {})
         name = raw.get("name") or hit.address.split(",")[0]
+        latitude, longitude = _on_the_globe(raw["lat"], raw["lon"])
         return Place(
             display_name=_display_name(name, address.get("state"), address.get("country")),
-            latitude=float(raw["lat"]),
-            longitude=float(raw["lon"]),
+            latitude=latitude,
+            longitude=longitude,
             country_code=_country_code(address.get("country_code")),
             population=_population((raw.get("extratags") or {}).get("population")),
         )
@@ -134,10 +135,12 @@ class PhotonProvider:
     @staticmethod
     def _named(hit: GeopyLocation, name: str | None) -> Place:
         properties = hit.raw["properties"]
+        longitude, latitude = hit.raw["geometry"]["coordinates"][:2]  # GeoJSON's order
+        latitude, longitude = _on_the_globe(latitude, longitude)
         return Place(
             display_name=_display_name(name, properties.get("state"), properties.get("country")),
-            latitude=hit.latitude,
-            longitude=hit.longitude,
+            latitude=latitude,
+            longitude=longitude,
             country_code=_country_code(properties.get("countrycode")),
         )
 
@@ -336,6 +339,16 @@ def _display_name(name: str | None, region: str | None, country: str | None) -> 
         if part and (not parts or fold(part) != fold(parts[-1])):
             parts.append(part)
     return ", ".join(parts)
+
+
+def _on_the_globe(latitude: Any, longitude: Any) -> tuple[float, float]:
+    """A hit's coordinates as the provider wrote them; off the globe, an answer that cannot be read (ValueError).
+    geopy refuses a latitude of 91 but wraps a longitude of 200 to -160, another place; taken as written, 200
+    failed the time-zone lookup with a 500."""
+    latitude, longitude = float(latitude), float(longitude)
+    if not (-90 <= latitude <= 90 and -180 <= longitude <= 180):  # NaN is in no range
+        raise ValueError(f"coordinates off the globe: {latitude}, {longitude}")
+    return latitude, longitude
 
 
 def _country_code(code: Any) -> str:
