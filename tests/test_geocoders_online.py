@@ -629,6 +629,22 @@ def test_failures_are_not_remembered_and_old_answers_make_way(nominatim, provide
         "broken", "broken", "Paris, Texas", "Berlin", "München", "Paris, Texas"]
 
 
+@pytest.mark.parametrize("name,answered", [("Paris, Texas", "US"), ("broken", "GEOCODER_UNAVAILABLE")])
+def test_simultaneous_questions_for_one_new_name_share_one_call(nominatim, provider_server, name, answered):
+    requests = provider_server["requests"]
+    asked_before = len(requests)
+
+    async def ten_at_once() -> list:
+        return await asyncio.gather(*(nominatim.locate(name) for _ in range(10)), return_exceptions=True)
+
+    answers = asyncio.run(ten_at_once())
+    assert [getattr(answer, "code", None) or answer.place.country_code for answer in answers] == [answered] * 10
+    assert len(requests) == asked_before + 1
+    with contextlib.suppress(ApiError):  # a failure is not kept: the next question asks again
+        locate(nominatim, name)
+    assert len(requests) == asked_before + (1 if answered == "US" else 2)
+
+
 def test_answers_are_remembered_for_a_while(nominatim, provider_server, monkeypatch):
     requests = provider_server["requests"]
     locate(nominatim, "Paris, Texas")

@@ -177,6 +177,9 @@ class OnlineGeocoder:
         self._names: collections.OrderedDict[str, tuple[list[Match], float]] = collections.OrderedDict()
         self._towns: collections.OrderedDict[tuple[float, float], tuple[Place | None, float]] = (
             collections.OrderedDict())
+        # The calls under way, by the key of the answer they will keep (a name or a point): a question asked
+        # again meanwhile waits for that call instead of making its own.
+        self._asking: dict[Any, asyncio.Future[Any]] = {}
 
     @classmethod
     def from_settings(cls, settings: Any) -> OnlineGeocoder:
@@ -233,12 +236,25 @@ class OnlineGeocoder:
     async def _remembered(self, answers: collections.OrderedDict[Key, tuple[Result, float]], key: Key,
                           read: Callable[..., Result], *args: Any, may_wait: bool = True) -> Result:
         """The answer kept for `key` if younger than REMEMBERED_SECONDS, else `read(*args)` asked of the
-        provider (``_ask``) and kept among the last REMEMBERED_ANSWERS, the least recently used dropped first."""
+        provider (``_ask``) and kept among the last REMEMBERED_ANSWERS, the least recently used dropped first.
+        Questions for one key while its call is under way share that call, its answer or its failure: a new
+        name asked by many clients at once (a link shared) would otherwise cost the provider as many calls, and
+        take as many of its turns."""
         if key in answers:
             answer, asked_at = answers[key]
             if time.monotonic() - asked_at < REMEMBERED_SECONDS:
                 answers.move_to_end(key)
                 return answer
+        asking = self._asking.get(key)
+        if asking is None:
+            asking = asyncio.ensure_future(self._ask_and_keep(answers, key, read, *args, may_wait=may_wait))
+            self._asking[key] = asking
+            asking.add_done_callback(lambda _: self._asking.pop(key))
+        # Shielded: a request given up on does not cancel the call the others wait for.
+        return await asyncio.shield(asking)
+
+    async def _ask_and_keep(self, answers: collections.OrderedDict[Key, tuple[Result, float]], key: Key,
+                            read: Callable[..., Result], *args: Any, may_wait: bool) -> Result:
         answer = await self._ask(read, *args, may_wait=may_wait)
         answers[key] = (answer, time.monotonic())
         answers.move_to_end(key)
