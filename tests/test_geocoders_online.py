@@ -379,12 +379,14 @@ def test_a_failing_provider_is_a_logged_503(nominatim, caplog, query, said):
 # [1, 2], KeyError on a Photon answer without "features", ValueError on a "lat" of "abc").
 UNEXPECTED_SHAPES = [
     ("nominatim", "[1, 2]"), ("nominatim", '"hello"'), ("nominatim", '{"foo": 1}'),
+    # Empty, but not Nominatim's empty answer ([]): geopy reads any of them as "nothing found".
+    ("nominatim", "null"), ("nominatim", "{}"), ("nominatim", "false"),
     pytest.param("nominatim", json.dumps([{**PARIS_TX, "lat": "abc"}]), id="nominatim-lat-abc"),
     pytest.param("nominatim", json.dumps([{**PARIS_TX, "address": ["Texas"]}]), id="nominatim-address-list"),
     # Off the globe: geopy refuses a latitude of 91 but wraps a longitude of 200 to -160, another place.
     pytest.param("nominatim", json.dumps([{**PARIS_TX, "lon": "200"}]), id="nominatim-lon-200"),
     ("photon", "[1, 2]"), ("photon", '"hello"'), ("photon", '{"foo": 1}'), ("photon", "[]"), ("photon", "null"),
-    ("photon", '{"features": [1]}'),
+    ("photon", '{"features": [1]}'), ("photon", '{"features": null}'),
     pytest.param("photon", json.dumps({"features": [{**PHOTON_SEARCH["Berlin"][0],
                                                      "geometry": {"coordinates": ["a", "b"]}}]}),
                  id="photon-coordinates-ab"),

@@ -13,6 +13,7 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
+import json
 import logging
 import math
 import re
@@ -59,6 +60,29 @@ Key = TypeVar("Key")
 Result = TypeVar("Result")
 
 
+class _Nominatim(Nominatim):
+    """geopy's Nominatim, taking for "nothing found" only Nominatim's own ways of saying it: geopy reads any empty
+    JSON (null, {}, false: a proxy's or a broken server's) so, and that was a 404 remembered for a day."""
+
+    def _parse_json(self, places: Any, exactly_one: bool) -> Any:
+        # Asked as below: /search (exactly_one=False) answers a list, [] for none; /reverse an object, a place or
+        # {"error": "Unable to geocode"}.
+        if not isinstance(places, dict if exactly_one else list) or (exactly_one and not places):
+            raise ValueError(f"no answer of Nominatim's /{'reverse' if exactly_one else 'search'}: "
+                             f"{_one_line(json.dumps(places))}")
+        return super()._parse_json(places, exactly_one)
+
+
+class _Photon(Photon):
+    """geopy's Photon, taking for "nothing found" only an empty list of features: geopy reads "features": null
+    so, and that was a 404 remembered for a day."""
+
+    def _parse_json(self, resources: Any, exactly_one: bool = True) -> Any:
+        if not isinstance(resources, dict) or not isinstance(resources.get("features"), list):
+            raise ValueError(f"no answer of Photon's: {_one_line(json.dumps(resources))}")
+        return super()._parse_json(resources, exactly_one)
+
+
 class NominatimProvider:
     """OpenStreetMap's Nominatim (/search and /reverse, format=json)."""
 
@@ -68,7 +92,7 @@ class NominatimProvider:
     public_interval = 1.0
 
     def __init__(self, **connection: Any) -> None:
-        self._geopy = Nominatim(**connection)
+        self._geopy = _Nominatim(**connection)
 
     def search(self, query: str) -> list[GeopyLocation]:
         hits = self._geopy.geocode(query, exactly_one=False, limit=HITS_PER_QUERY, addressdetails=True,
@@ -111,7 +135,7 @@ class PhotonProvider:
     public_interval = 0.0  # fair use, with no number given
 
     def __init__(self, **connection: Any) -> None:
-        self._geopy = Photon(**connection)
+        self._geopy = _Photon(**connection)
 
     def search(self, query: str) -> list[GeopyLocation]:
         hits = self._geopy.geocode(query, exactly_one=False, limit=HITS_PER_QUERY, language="en",
