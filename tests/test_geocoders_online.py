@@ -131,9 +131,9 @@ PHOTON_REVERSE = {
 
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
-    "broken" fails with HTTP 500, "busy", "busy 1 s" and "busy a day" refuse with 429 (the latter two with
-    Retry-After: 1 and 86400). While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text,
-    of `odd["content_type"]` when set."""
+    "broken" fails with HTTP 500, "down" with 503, "busy", "busy 1 s" and "busy a day" refuse with 429 (the
+    latter two with Retry-After: 1 and 86400). While a test sets `odd["body"]` (the `odd_answer` fixture), every
+    answer is that text, of `odd["content_type"]` when set."""
 
     def initialize(self, answer: Any, requests: list, odd: dict) -> None:
         self.answer = answer
@@ -156,6 +156,8 @@ class FakeProvider(tornado.web.RequestHandler):
             return
         if query == "broken":
             raise tornado.web.HTTPError(500)
+        if query == "down":
+            raise tornado.web.HTTPError(503)
         if query.startswith("busy"):
             self.set_status(429)
             if query in ("busy 1 s", "busy a day"):
@@ -373,6 +375,13 @@ def test_a_failing_provider_is_a_logged_503(nominatim, caplog, query, said):
     assert f"The place-name geocoder (nominatim) gave {said}." in error.message
     assert "send latitude and longitude instead" in error.message
     assert "geocoder nominatim" in caplog.text
+
+
+def test_a_provider_answering_503_at_once_is_an_error_not_a_timeout(nominatim, caplog):
+    # geopy raises its GeocoderTimedOut for HTTP 503 (and 504, 408), which is also a TimeoutError.
+    error = refusal(nominatim, "down")
+    assert "The place-name geocoder (nominatim) gave an error." in error.message
+    assert "HTTP Error 503" in caplog.text and "no answer" not in caplog.text
 
 
 # 200 answers of JSON that geopy or our reading cannot use: geopy parses inside its call (AttributeError on

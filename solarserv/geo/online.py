@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from geopy.adapters import URLLibAdapter
+from geopy.adapters import AdapterHTTPError, URLLibAdapter
 from geopy.exc import GeocoderRateLimited, GeocoderTimedOut, GeopyError
 from geopy.geocoders import Nominatim, Photon
 from geopy.location import Location as GeopyLocation
@@ -324,9 +324,6 @@ class OnlineGeocoder:
         call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
             return await asyncio.wait_for(call, seconds)
-        except TimeoutError:
-            log.warning("geocoder %s gave no answer in %g s", self.name, self.timeout)
-            raise _unavailable(self.name, "gave no answer in time") from None
         except GeocoderRateLimited as exc:
             pause = min(exc.retry_after or REFUSAL_PAUSE_SECONDS, REFUSAL_PAUSE_MAX_SECONDS)
             self._paused_until = time.monotonic() + pause
@@ -338,6 +335,9 @@ class OnlineGeocoder:
         except _UNEXPECTED_SHAPE as exc:
             log.warning("geocoder %s answered in an unexpected shape: %s", self.name, _one_line(repr(exc)))
             raise _unavailable(self.name, "gave an answer it could not read") from None
+        except TimeoutError:  # the deadline's; after geopy's errors, as its GeocoderTimedOut is a TimeoutError too
+            log.warning("geocoder %s gave no answer in %g s", self.name, self.timeout)
+            raise _unavailable(self.name, "gave no answer in time") from None
 
 
 # What reading an answer of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
@@ -368,7 +368,9 @@ def _one_line(text: str) -> str:
 
 
 def _failure_kind(exc: GeopyError) -> str:
-    return "no answer in time" if isinstance(exc, GeocoderTimedOut) else "an error"
+    # geopy's GeocoderTimedOut is also its reading of an answer of HTTP 503, 504 or 408: an answer, given at once.
+    timed_out = isinstance(exc, GeocoderTimedOut) and not isinstance(exc.__cause__, AdapterHTTPError)
+    return "no answer in time" if timed_out else "an error"
 
 
 def _display_name(name: str | None, region: str | None, country: str | None) -> str:
