@@ -131,7 +131,8 @@ PHOTON_REVERSE = {
 
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
-    "broken" fails with HTTP 500, "down" with 503, "busy", "busy 1 s" and "busy a day" refuse with 429 (the
+    "broken" fails with HTTP 500, "down" with 503, "blocked" with 403 and a page saying why, "cut short" closes
+    the connection in mid-body, "busy", "busy 1 s" and "busy a day" refuse with 429 (the
     latter two with Retry-After: 1 and 86400). While a test sets `odd["body"]` (the `odd_answer` fixture), every
     answer is that text, of `odd["content_type"]` when set."""
 
@@ -158,6 +159,18 @@ class FakeProvider(tornado.web.RequestHandler):
             raise tornado.web.HTTPError(500)
         if query == "down":
             raise tornado.web.HTTPError(503)
+        if query == "blocked":  # as Nominatim's public service tells a User-Agent it refuses
+            self.set_status(403)
+            self.finish("<html><head><title>Access blocked</title></head>\n<body><h1>Access blocked</h1><p>You have "
+                        "been blocked because you have violated the usage policy of OSM's Nominatim "
+                        "geocoding service.</p></body></html>")
+            return
+        if query == "cut short":  # the headers, the first bytes of the body, then the connection closed
+            self.set_header("Content-Length", "1000")
+            self.write('[{"lat": "4')
+            await self.flush()
+            self.request.connection.stream.close()
+            return
         if query.startswith("busy"):
             self.set_status(429)
             if query in ("busy 1 s", "busy a day"):
@@ -382,6 +395,19 @@ def test_a_provider_answering_503_at_once_is_an_error_not_a_timeout(nominatim, c
     error = refusal(nominatim, "down")
     assert "The place-name geocoder (nominatim) gave an error." in error.message
     assert "HTTP Error 503" in caplog.text and "no answer" not in caplog.text
+
+
+@pytest.mark.parametrize("query,logged", [
+    ("blocked", "GeocoderInsufficientPrivileges: HTTP Error 403: Forbidden; it said: Access blocked Access blocked "
+                "You have been blocked because you have violated the usage policy of OSM's Nominatim geocoding "
+                "service."),
+    ("cut short", "GeocoderServiceError: Unable to read the response (IncompleteRead: IncompleteRead(11 bytes read, "
+                  "989 more expected))"),
+])
+def test_the_log_line_says_what_the_provider_did(nominatim, caplog, query, logged):
+    assert refusal(nominatim, query).code == "GEOCODER_UNAVAILABLE"
+    [record] = [record for record in caplog.records if record.name == "solarserv.geo"]
+    assert record.getMessage() == f"geocoder nominatim failed: {logged}"
 
 
 # 200 answers of JSON that geopy or our reading cannot use: geopy parses inside its call (AttributeError on

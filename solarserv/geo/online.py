@@ -13,6 +13,7 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
+import http.client
 import json
 import logging
 import math
@@ -330,7 +331,7 @@ class OnlineGeocoder:
             log.warning("geocoder %s refused for its rate limit: not asked again for %d s", self.name, pause)
             raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=pause) from None
         except GeopyError as exc:
-            log.warning("geocoder %s failed: %s: %s", self.name, type(exc).__name__, _one_line(str(exc)))
+            log.warning("geocoder %s failed: %s", self.name, _what_happened(exc))
             raise _unavailable(self.name, f"gave {_failure_kind(exc)}") from None
         except _UNEXPECTED_SHAPE as exc:
             log.warning("geocoder %s answered in an unexpected shape: %s", self.name, _one_line(repr(exc)))
@@ -365,6 +366,21 @@ def _unavailable(provider: str, why: str, retry_after: float | None = None) -> A
 def _one_line(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _LOGGED_CHARACTERS else text[:_LOGGED_CHARACTERS] + " …"
+
+
+def _what_happened(exc: GeopyError) -> str:
+    """geopy's error in one line, with what it leaves out: the page of an HTTP error (where a provider says why,
+    as Nominatim does to a User-Agent it blocks), and the network's error under its own ("Unable to read the
+    response" of an answer cut short, "104" of a connection reset)."""
+    said = f"{type(exc).__name__}: {exc}"
+    under = exc.__cause__ or exc.__context__
+    if isinstance(under, AdapterHTTPError) and under.text:
+        said += f"; it said: {re.sub(r'<[^>]*>', ' ', under.text)}"
+    elif isinstance(under, OSError | http.client.HTTPException):
+        reason = getattr(under, "reason", under)  # urllib's URLError wraps the socket's error
+        if str(reason) not in said:
+            said += f" ({type(reason).__name__}: {reason})"
+    return _one_line(said)
 
 
 def _failure_kind(exc: GeopyError) -> str:
