@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+import geopy.geocoders
 import pytest
 import tornado.httpserver
 import tornado.netutil
@@ -23,6 +24,7 @@ import tornado.web
 from defaults import settings as default_settings
 
 from solarserv import config
+from solarserv.cli import main
 from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder, online
 from solarserv.geo.online import PROVIDER_THREADS, PROVIDERS, OnlineGeocoder, _population
@@ -637,6 +639,17 @@ def test_the_interval_keeps_the_public_services_policy_across_processes(name, do
     settings = dataclasses.replace(config.load(environ={}), geocoder=name, geocoder_domain=domain,
                                    geocoder_interval=interval, processes=processes)
     assert build_geocoder(settings).interval == expected
+
+
+@pytest.mark.parametrize("user_agent", [geopy.geocoders.options.default_user_agent, "my-application"])
+def test_a_user_agent_the_public_nominatim_refuses_stops_the_command_in_one_line(capsys, tmp_path, monkeypatch,
+                                                                                 user_agent):
+    monkeypatch.setenv("GEOCODER", "nominatim")  # at its public address, by default
+    monkeypatch.setenv("GEOCODER_USER_AGENT", user_agent)
+    status = main(["calc", "--place", "Paris", "--date", "2026-07-14", "--time", "14:30", "--data-dir", str(tmp_path)])
+    assert (status, capsys.readouterr().err) == (2, (
+        f"solarserv: error: GEOCODER_USER_AGENT={user_agent!r}: Nominatim's public service refuses a default or "
+        "sample User-Agent; its usage policy asks for one that names your application\n"))
 
 
 def test_repeated_questions_are_answered_from_memory(nominatim, provider_server):

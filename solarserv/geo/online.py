@@ -23,11 +23,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from geopy.adapters import AdapterHTTPError, URLLibAdapter
-from geopy.exc import GeocoderRateLimited, GeocoderTimedOut, GeopyError
+from geopy.exc import ConfigurationError, GeocoderRateLimited, GeocoderTimedOut, GeopyError
 from geopy.geocoders import Nominatim, Photon
 from geopy.location import Location as GeopyLocation
 
 import solarserv
+from solarserv.config import SettingsError
 from solarserv.errors import ApiError, geocoder_unavailable
 from solarserv.geo import Located
 from solarserv.geo.matching import MAX_CANDIDATES, Match, choose, fold, not_found, split_qualifiers, tidy
@@ -213,14 +214,23 @@ class OnlineGeocoder:
         interval = settings.geocoder_interval
         if interval is None:
             interval = provider.public_interval if domain == provider.default_domain else 0.0
-        return cls(provider(
-            # urllib: one attempt per call (geopy's requests adapter retries twice on a read timeout).
-            adapter_factory=URLLibAdapter,
-            domain=domain,
-            scheme=settings.geocoder_scheme,
-            user_agent=settings.geocoder_user_agent or DEFAULT_USER_AGENT,
-            timeout=settings.geocoder_timeout,
-        ), timeout=settings.geocoder_timeout,
+        user_agent = settings.geocoder_user_agent or DEFAULT_USER_AGENT
+        try:
+            connected = provider(
+                # urllib: one attempt per call (geopy's requests adapter retries twice on a read timeout).
+                adapter_factory=URLLibAdapter,
+                domain=domain,
+                scheme=settings.geocoder_scheme,
+                user_agent=user_agent,
+                timeout=settings.geocoder_timeout,
+            )
+        except ConfigurationError:
+            # geopy's one refusal left once config.load has checked the rest: its list of sample User-Agents
+            # ("my-application", its own "geopy/VERSION") at the public Nominatim.
+            raise SettingsError(f"GEOCODER_USER_AGENT={user_agent!r}: Nominatim's public service refuses a default "
+                                "or sample User-Agent; its usage policy asks for one that names your application"
+                                ) from None
+        return cls(connected, timeout=settings.geocoder_timeout,
             # Each process spaces its own calls, so that the server's processes together keep the interval.
             interval=interval * settings.processes)
 
