@@ -628,6 +628,8 @@ def test_a_town_for_display_never_waits_for_a_turn(provider_server):
 @pytest.mark.parametrize("name,domain,interval,processes,expected", [
     ("nominatim", None, None, 1, 1.0),  # the public service: its usage policy
     ("nominatim", "nominatim.openstreetmap.org", None, 1, 1.0),
+    ("nominatim", "nominatim.openstreetmap.org/", None, 1, 1.0),  # geopy asks the same service
+    ("nominatim", "Nominatim.OpenStreetMap.org", None, 1, 1.0),
     ("nominatim", None, None, 3, 3.0),  # three processes each ask once every 3 s
     ("nominatim", "localhost:8080", None, 1, 0.0),  # an instance of one's own
     ("photon", None, None, 1, 0.0),  # fair use, no number
@@ -636,8 +638,8 @@ def test_a_town_for_display_never_waits_for_a_turn(provider_server):
 ])
 def test_the_interval_keeps_the_public_services_policy_across_processes(name, domain, interval, processes,
                                                                          expected):
-    settings = dataclasses.replace(config.load(environ={}), geocoder=name, geocoder_domain=domain,
-                                   geocoder_interval=interval, processes=processes)
+    settings = config.load(environ={"GEOCODER": name, **({"GEOCODER_DOMAIN": domain} if domain else {})})
+    settings = dataclasses.replace(settings, geocoder_interval=interval, processes=processes)
     assert build_geocoder(settings).interval == expected
 
 

@@ -213,7 +213,9 @@ class OnlineGeocoder:
         domain = settings.geocoder_domain or provider.default_domain
         interval = settings.geocoder_interval
         if interval is None:
-            interval = provider.public_interval if domain == provider.default_domain else 0.0
+            # The public service however it is written: geopy drops the slashes, and a host name has no case.
+            public = domain.strip("/").lower() == provider.default_domain
+            interval = provider.public_interval if public else 0.0
         user_agent = settings.geocoder_user_agent or DEFAULT_USER_AGENT
         try:
             connected = provider(
