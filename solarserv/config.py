@@ -175,8 +175,12 @@ _GEOCODER_DOMAIN = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:[0-9]{1,5})?(/[^\
 def _geocoder_domain(text: str) -> str:
     if "://" in text:
         raise ValueError("must be host[:port][/path] without a scheme (GEOCODER_SCHEME=http for plain HTTP)")
-    if not _GEOCODER_DOMAIN.fullmatch(text):
+    parts = _GEOCODER_DOMAIN.fullmatch(text)
+    if not parts:
         raise ValueError("must be host[:port][/path], e.g. nominatim.example.org or localhost:8080/nominatim")
+    port = parts.group(2)
+    if port and not 1 <= int(port[1:]) <= 65535:  # else every call was refused, a 503 for every place name
+        raise ValueError(f"its port must be 1..65535, got {int(port[1:])}")
     return text
 
 

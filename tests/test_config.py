@@ -87,6 +87,10 @@ def test_a_true_or_false_setting_refuses_another_word():
     ({"REDIS_URL": "unix://"}, "REDIS_URL='unix://': must name the socket, e.g. unix:///run/redis/redis.sock?db=0"),
     ({"GEOCODER_DOMAIN": "nominatim.example.org:808080"}, "GEOCODER_DOMAIN='nominatim.example.org:808080': must be "
      "host[:port][/path], e.g. nominatim.example.org or localhost:8080/nominatim"),
+    # Taken at start, every place-name request was a 503 "gave an error", connection refused.
+    ({"GEOCODER_DOMAIN": "localhost:99999"}, "GEOCODER_DOMAIN='localhost:99999': its port must be 1..65535, got 99999"),
+    ({"GEOCODER_DOMAIN": "localhost:0/nominatim"}, "GEOCODER_DOMAIN='localhost:0/nominatim': its port must be "
+     "1..65535, got 0"),
     # Taken at start, it failed every place-name request with 503 "try again later" (http.client: "Invalid header").
     ({"GEOCODER_USER_AGENT": "sundials.example\n"}, "GEOCODER_USER_AGENT='sundials.example\\n': must be printable "
      "ASCII, as an HTTP header carries it"),
