@@ -461,9 +461,19 @@ def test_an_answer_in_a_character_set_python_does_not_know_is_unreadable(provide
     assert "unknown encoding: x-unheard-of" in caplog.text
 
 
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_an_answer_of_more_than_a_megabyte_is_not_read(provider_server, odd_answer, caplog, name):
+    odd_answer("[" + " " * online.MAX_ANSWER_BYTES + "]")  # nothing found, at a length no provider sends
+    geocoder = geocoder_for(provider_server, name)
+    error = refusal(geocoder, "Berlin")
+    assert f"The place-name geocoder ({name}) gave an answer it could not read." in error.message
+    assert asyncio.run(geocoder.describe(48.8584, 2.2946)) is None
+    assert "GeocoderParseError: an answer of more than 1,000,000 bytes" in caplog.text
+
+
 def test_an_unreadable_body_is_logged_in_one_short_line(nominatim, odd_answer, caplog):
     odd_answer("<html>\n<body>\nMaintenance " + "x" * 5000 + "\n</body></html>")
-    assert refusal(nominatim, "Berlin").code == "GEOCODER_UNAVAILABLE"
+    assert "gave an answer it could not read." in refusal(nominatim, "Berlin").message
     [record] = caplog.records
     assert "GeocoderParseError" in record.getMessage() and "Maintenance" in record.getMessage()
     assert "\n" not in record.getMessage() and len(record.getMessage()) < 500

@@ -23,7 +23,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from geopy.adapters import AdapterHTTPError, URLLibAdapter
-from geopy.exc import ConfigurationError, GeocoderRateLimited, GeocoderTimedOut, GeopyError
+from geopy.exc import (
+    ConfigurationError,
+    GeocoderParseError,
+    GeocoderRateLimited,
+    GeocoderServiceError,
+    GeocoderTimedOut,
+    GeopyError,
+)
 from geopy.geocoders import Nominatim, Photon
 from geopy.location import Location as GeopyLocation
 
@@ -58,8 +65,35 @@ PROVIDER_THREADS = 8
 # asks, or this long when it does not say; never longer than the cap, whatever a header says.
 REFUSAL_PAUSE_SECONDS = 30
 REFUSAL_PAUSE_MAX_SECONDS = 3600
+# The most of an answer read, in bytes: 20 hits with their names in every language come to a few hundred
+# kilobytes at most. geopy reads a body whole, whatever its length (a 200 MB one took 400 MB of memory for a
+# moment, in each of the geocoder's threads), and a call given up on at the deadline goes on reading.
+MAX_ANSWER_BYTES = 1_000_000
 Key = TypeVar("Key")
 Result = TypeVar("Result")
+
+
+class _BoundedURLLibAdapter(URLLibAdapter):
+    """geopy's urllib adapter, reading at most MAX_ANSWER_BYTES of an answer (or of an error's page)."""
+
+    def _decode_page(self, page: Any) -> str:
+        try:
+            body = page.read(MAX_ANSWER_BYTES + 1)
+            if len(body) <= MAX_ANSWER_BYTES and getattr(page, "length", None):
+                # Bytes its Content-Length promised never came: a read of a length ends at a closed connection
+                # without the IncompleteRead that a read of the whole raises.
+                raise http.client.IncompleteRead(body, page.length)
+        except Exception as exc:  # a reset or a cut in mid-body: what geopy's own reading raises
+            raise GeocoderServiceError("Unable to read the response") from exc
+        finally:
+            page.close()  # an answer left unread holds its connection open
+        if len(body) > MAX_ANSWER_BYTES:
+            raise GeocoderParseError(f"an answer of more than {MAX_ANSWER_BYTES:,} bytes, not read further")
+        charset = page.headers.get_content_charset() or "utf-8"
+        try:
+            return body.decode(charset)
+        except (LookupError, ValueError) as exc:  # LookupError: a charset Python does not know
+            raise GeocoderParseError(f"Unable to decode the response: {exc}") from None
 
 
 class _Nominatim(Nominatim):
@@ -220,7 +254,7 @@ class OnlineGeocoder:
         try:
             connected = provider(
                 # urllib: one attempt per call (geopy's requests adapter retries twice on a read timeout).
-                adapter_factory=URLLibAdapter,
+                adapter_factory=_BoundedURLLibAdapter,
                 domain=domain,
                 scheme=settings.geocoder_scheme,
                 user_agent=user_agent,
@@ -353,10 +387,9 @@ class OnlineGeocoder:
             raise _unavailable(self.name, "gave no answer in time") from None
 
 
-# What reading an answer of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
-# .get, {"foo": 1} no "features" (a KeyError, a LookupError), a "lat" of "abc" is no float, a hit without
-# coordinates no Location, and a charset Python does not know (a LookupError, from geopy's decoding).
-_UNEXPECTED_SHAPE = (AttributeError, LookupError, TypeError, ValueError)
+# What reading JSON of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
+# .get, {"foo": 1} no "features", a "lat" of "abc" is no float, a hit without coordinates no Location.
+_UNEXPECTED_SHAPE = (AttributeError, IndexError, KeyError, TypeError, ValueError)
 # Enough of a failure's text to tell what went wrong; geopy puts a whole unreadable body (an HTML
 # page) into its message.
 _LOGGED_CHARACTERS = 300
@@ -398,7 +431,10 @@ def _what_happened(exc: GeopyError) -> str:
 def _failure_kind(exc: GeopyError) -> str:
     # geopy's GeocoderTimedOut is also its reading of an answer of HTTP 503, 504 or 408: an answer, given at once.
     timed_out = isinstance(exc, GeocoderTimedOut) and not isinstance(exc.__cause__, AdapterHTTPError)
-    return "no answer in time" if timed_out else "an error"
+    if timed_out:
+        return "no answer in time"
+    # Not JSON (a captive portal's page), too long, or in a charset that cannot be decoded.
+    return "an answer it could not read" if isinstance(exc, GeocoderParseError) else "an error"
 
 
 def _display_name(name: str | None, region: str | None, country: str | None) -> str:
