@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
+import email.utils
 import json
 import logging
 import socket
@@ -131,12 +132,16 @@ PHOTON_REVERSE = {
 }
 
 
+RETRY_AFTER = {"busy 1 s": lambda: "1", "busy a day": lambda: "86400", "busy, no pause": lambda: "0",
+               "busy 2 min": lambda: email.utils.formatdate(time.time() + 120, usegmt=True)}
+
+
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
     "broken" fails with HTTP 500, "down" with 503, "blocked" with 403 and a page saying why, "cut short" closes
-    the connection in mid-body, "busy", "busy 1 s" and "busy a day" refuse with 429 (the
-    latter two with Retry-After: 1 and 86400). While a test sets `odd["body"]` (the `odd_answer` fixture), every
-    answer is that text, of `odd["content_type"]` when set."""
+    the connection in mid-body, "busy" refuses with 429, and so do RETRY_AFTER's names, with that Retry-After.
+    While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text, of
+    `odd["content_type"]` when set."""
 
     def initialize(self, answer: Any, requests: list, odd: dict) -> None:
         self.answer = answer
@@ -175,8 +180,8 @@ class FakeProvider(tornado.web.RequestHandler):
             return
         if query.startswith("busy"):
             self.set_status(429)
-            if query in ("busy 1 s", "busy a day"):
-                self.set_header("Retry-After", "1" if query == "busy 1 s" else "86400")
+            if query in RETRY_AFTER:
+                self.set_header("Retry-After", RETRY_AFTER[query]())
             self.finish("Too Many Requests")
             return
         self.set_header("Content-Type", self.odd.get("content_type", "application/json"))
@@ -598,6 +603,19 @@ def test_a_refusal_asking_for_a_day_pauses_the_provider_for_an_hour_at_most(prov
     nominatim = geocoder_for(provider_server, "nominatim")
     assert refusal(nominatim, "busy a day").extra == {"retry_after": 3600}
     assert "not asked again for 3600 s" in caplog.text
+
+
+def test_a_refusal_asking_for_no_pause_pauses_the_provider_a_second(provider_server, caplog):
+    nominatim = geocoder_for(provider_server, "nominatim")
+    assert refusal(nominatim, "busy, no pause").extra == {"retry_after": 1}  # Retry-After: 0, or a date gone by
+    assert "not asked again for 1 s" in caplog.text
+
+
+def test_a_refusal_until_a_date_logs_the_seconds_clients_are_told(provider_server, caplog):
+    nominatim = geocoder_for(provider_server, "nominatim")
+    retry_after = refusal(nominatim, "busy 2 min").extra["retry_after"]  # Retry-After: an HTTP-date
+    assert 119 <= retry_after <= 120
+    assert f"not asked again for {retry_after} s" in caplog.text
 
 
 def test_calls_start_an_interval_apart_and_a_name_waits_for_its_turn(provider_server):

@@ -372,7 +372,10 @@ class OnlineGeocoder:
         try:
             return await asyncio.wait_for(call, seconds)
         except GeocoderRateLimited as exc:
-            pause = min(exc.retry_after or REFUSAL_PAUSE_SECONDS, REFUSAL_PAUSE_MAX_SECONDS)
+            # geopy reads "Retry-After: 0", or a date gone by, as 0: a second then, not the pause of a refusal
+            # that says nothing. Whole seconds, the ones the log and the clients are told.
+            asked = REFUSAL_PAUSE_SECONDS if exc.retry_after is None else max(1, exc.retry_after)
+            pause = math.ceil(min(asked, REFUSAL_PAUSE_MAX_SECONDS))
             self._paused_until = time.monotonic() + pause
             log.warning("geocoder %s refused for its rate limit: not asked again for %d s", self.name, pause)
             raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=pause) from None
