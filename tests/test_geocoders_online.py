@@ -593,6 +593,16 @@ def test_a_rate_limit_refusal_pauses_the_provider_for_as_long_as_it_asks(provide
     assert len(requests) == asked_before + 1
 
 
+@pytest.mark.parametrize("failing", ["broken", "slow", "Unreadable"])
+def test_healthz_reports_the_geocoder_not_ready_while_its_provider_fails(nominatim, failing):
+    assert nominatim.ready
+    refusal(nominatim, failing)
+    assert not nominatim.ready  # /healthz's geocoder_ready, as every place name is a 503
+    with contextlib.suppress(ApiError):
+        locate(nominatim, "Nowhere at all")  # a 404 is an answer: the provider answers again
+    assert nominatim.ready
+
+
 def test_a_refusal_without_retry_after_pauses_the_provider_for_the_default(provider_server):
     nominatim = geocoder_for(provider_server, "nominatim")
     assert refusal(nominatim, "busy").extra == {"retry_after": 30}  # README: 30 s when it says nothing

@@ -232,6 +232,7 @@ class OnlineGeocoder:
         # instead of taking the threads the rest of the service shares (the equation of time's).
         self._threads = concurrent.futures.ThreadPoolExecutor(PROVIDER_THREADS, f"geocoder-{self.name}")
         self._paused_until = 0.0  # time.monotonic() until which the provider's rate-limit refusal holds
+        self._failing = False  # whether the provider's last call failed (a timeout, an error, an unreadable answer)
         # The provider's recent answers, read (a failure is not kept): by name, and by point to
         # TOWN_DECIMALS. Touched only from the event loop.
         self._names: collections.OrderedDict[str, tuple[list[Match], float]] = collections.OrderedDict()
@@ -272,8 +273,9 @@ class OnlineGeocoder:
 
     @property
     def ready(self) -> bool:
-        """Nothing to prepare, so ready unless the provider's rate-limit refusal still holds."""
-        return time.monotonic() >= self._paused_until
+        """Nothing to prepare, so ready unless the provider's last call failed (until one succeeds) or its rate-limit
+        refusal still holds: meanwhile place names are answered 503."""
+        return not self._failing and time.monotonic() >= self._paused_until
 
     async def locate(self, place_name: str) -> Located:
         asked = tidy(place_name)
@@ -367,10 +369,11 @@ class OnlineGeocoder:
     async def _call(self, read: Callable[..., Result], *args: Any, seconds: float) -> Result:
         """`read(*args)` in a worker thread, given ``seconds``. Any failure becomes a 503, logged as one warning
         line: geopy parses the JSON inside the call, so an answer of an unexpected shape fails there as often
-        as in our reading. A rate-limit refusal pauses the provider (``_check_not_paused``)."""
+        as in our reading. A rate-limit refusal pauses the provider (``_check_not_paused``); any other failure
+        leaves it not ``ready`` until a call succeeds."""
         call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
-            return await asyncio.wait_for(call, seconds)
+            answer = await asyncio.wait_for(call, seconds)
         except GeocoderRateLimited as exc:
             # geopy reads "Retry-After: 0", or a date gone by, as 0: a second then, not the pause of a refusal
             # that says nothing. Whole seconds, the ones the log and the clients are told.
@@ -379,15 +382,22 @@ class OnlineGeocoder:
             self._paused_until = time.monotonic() + pause
             log.warning("geocoder %s refused for its rate limit: not asked again for %d s", self.name, pause)
             raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=pause) from None
-        except GeopyError as exc:
+        except (GeopyError, *_UNEXPECTED_SHAPE, TimeoutError) as exc:
+            self._failing = True
+            raise self._failure(exc) from None
+        self._failing = False
+        return answer
+
+    def _failure(self, exc: Exception) -> ApiError:
+        """The 503 for a failed call, logged."""
+        if isinstance(exc, GeopyError):  # first: geopy's GeocoderTimedOut is a TimeoutError too
             log.warning("geocoder %s failed: %s", self.name, _what_happened(exc))
-            raise _unavailable(self.name, f"gave {_failure_kind(exc)}") from None
-        except _UNEXPECTED_SHAPE as exc:
-            log.warning("geocoder %s answered in an unexpected shape: %s", self.name, _one_line(repr(exc)))
-            raise _unavailable(self.name, "gave an answer it could not read") from None
-        except TimeoutError:  # the deadline's; after geopy's errors, as its GeocoderTimedOut is a TimeoutError too
+            return _unavailable(self.name, f"gave {_failure_kind(exc)}")
+        if isinstance(exc, TimeoutError):  # the deadline's
             log.warning("geocoder %s gave no answer in %g s", self.name, self.timeout)
-            raise _unavailable(self.name, "gave no answer in time") from None
+            return _unavailable(self.name, "gave no answer in time")
+        log.warning("geocoder %s answered in an unexpected shape: %s", self.name, _one_line(repr(exc)))
+        return _unavailable(self.name, "gave an answer it could not read")
 
 
 # What reading JSON of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no

@@ -84,7 +84,8 @@ class Services:
             "geocoder": self.pipeline.geocoder.name,
             # False while the offline gazetteer builds its index on a first start (place names then wait),
             # and for good if that build, reading its places into memory or reading the index failed (see the
-            # log); an online geocoder's is False while its provider's rate-limit refusal holds.
+            # log); an online geocoder's is False while its provider's rate-limit refusal holds, and from a failed
+            # call to the provider until one succeeds.
             "geocoder_ready": self.pipeline.geocoder.ready,
             "api_key_required": self.settings.api_key_required,
             "rate_limit_counters": self.limiter.health(),
