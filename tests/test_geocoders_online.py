@@ -534,6 +534,21 @@ def test_reverse_geocoding_never_fails_a_request(provider_server):
     assert asyncio.run(geocoder.describe(48.8584, 2.2946)) is None
 
 
+def test_after_a_failed_call_towns_are_not_asked_for_a_while(provider_server, odd_answer, monkeypatch):
+    # A provider that hangs would hold every coordinate request for the timeout, for a town shown for display.
+    nominatim = geocoder_for(provider_server, "nominatim")
+    requests = provider_server["requests"]
+    odd_answer("<html>Maintenance</html>")
+    assert asyncio.run(nominatim.describe(48.8584, 2.2946)) is None
+    asked_before = len(requests)
+    assert asyncio.run(nominatim.describe(48.8534, 2.3488)) is None  # another point: its coordinates, unasked
+    assert len(requests) == asked_before
+    provider_server["odd"].clear()
+    monkeypatch.setattr(online, "FAILED_TOWNS_PAUSE_SECONDS", 0)  # the pause is over
+    assert asyncio.run(nominatim.describe(48.8584, 2.2946)).display_name == "Paris, Ile-de-France, France"
+    assert len(requests) == asked_before + 1
+
+
 def test_photon_ambiguity_keeps_the_providers_order_and_only_settlements(photon, provider_server):
     candidates = refusal(photon, "Paris").extra["candidates"]
     assert [(c["display_name"], c["recommended"]) for c in candidates] == [

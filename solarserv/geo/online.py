@@ -65,6 +65,9 @@ PROVIDER_THREADS = 8
 # asks, or this long when it does not say; never longer than the cap, whatever a header says.
 REFUSAL_PAUSE_SECONDS = 30
 REFUSAL_PAUSE_MAX_SECONDS = 3600
+# After a failed call, towns (for display only) are not asked for this long: a provider that hangs would hold
+# every coordinate request for GEOCODER_TIMEOUT. Place names are still asked, and one answered ends the pause.
+FAILED_TOWNS_PAUSE_SECONDS = 30
 # The most of an answer read, in bytes: 20 hits with their names in every language come to a few hundred
 # kilobytes at most. geopy reads a body whole, whatever its length (a 200 MB one took 400 MB of memory for a
 # moment, in each of the geocoder's threads), and a call given up on at the deadline goes on reading.
@@ -232,7 +235,8 @@ class OnlineGeocoder:
         # instead of taking the threads the rest of the service shares (the equation of time's).
         self._threads = concurrent.futures.ThreadPoolExecutor(PROVIDER_THREADS, f"geocoder-{self.name}")
         self._paused_until = 0.0  # time.monotonic() until which the provider's rate-limit refusal holds
-        self._failing = False  # whether the provider's last call failed (a timeout, an error, an unreadable answer)
+        # time.monotonic() of the provider's last call if it failed (a timeout, an error, an unreadable answer)
+        self._failed_at: float | None = None
         # The provider's recent answers, read (a failure is not kept): by name, and by point to
         # TOWN_DECIMALS. Touched only from the event loop.
         self._names: collections.OrderedDict[str, tuple[list[Match], float]] = collections.OrderedDict()
@@ -275,7 +279,7 @@ class OnlineGeocoder:
     def ready(self) -> bool:
         """Nothing to prepare, so ready unless the provider's last call failed (until one succeeds) or its rate-limit
         refusal still holds: meanwhile place names are answered 503."""
-        return not self._failing and time.monotonic() >= self._paused_until
+        return self._failed_at is None and time.monotonic() >= self._paused_until
 
     async def locate(self, place_name: str) -> Located:
         asked = tidy(place_name)
@@ -337,10 +341,13 @@ class OnlineGeocoder:
 
     async def _ask(self, read: Callable[..., Result], *args: Any, may_wait: bool) -> Result:
         """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout, unless
-        the provider's rate-limit refusal still holds or no turn is free in time (``may_wait``: see
-        ``_take_turn``). Every refusal and failure is a 503 GEOCODER_UNAVAILABLE; a refusal's ``retry_after``
-        is the seconds after which the same call would be made."""
+        the provider's rate-limit refusal still holds, a town follows a failed call too closely
+        (``_check_not_failing``), or no turn is free in time (``may_wait``: see ``_take_turn``). Every refusal
+        and failure is a 503 GEOCODER_UNAVAILABLE; a refusal's ``retry_after`` is the seconds after which the
+        same call would be made."""
         self._check_not_paused()
+        if not may_wait:
+            self._check_not_failing()
         wait = self._take_turn(may_wait)
         if wait:
             await asyncio.sleep(wait)
@@ -351,6 +358,11 @@ class OnlineGeocoder:
         paused = self._paused_until - time.monotonic()
         if paused > 0:
             raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=paused)
+
+    def _check_not_failing(self) -> None:
+        """A town is not asked for within FAILED_TOWNS_PAUSE_SECONDS of a failed call (the coordinates are shown)."""
+        if self._failed_at is not None and time.monotonic() - self._failed_at < FAILED_TOWNS_PAUSE_SECONDS:
+            raise _unavailable(self.name, "failed its last call")
 
     def _take_turn(self, may_wait: bool) -> float:
         """Take this call's turn, and return the seconds until it comes. Calls start at least ``interval`` apart,
@@ -370,7 +382,7 @@ class OnlineGeocoder:
         """`read(*args)` in a worker thread, given ``seconds``. Any failure becomes a 503, logged as one warning
         line: geopy parses the JSON inside the call, so an answer of an unexpected shape fails there as often
         as in our reading. A rate-limit refusal pauses the provider (``_check_not_paused``); any other failure
-        leaves it not ``ready`` until a call succeeds."""
+        leaves it not ``ready`` until a call succeeds, and pauses towns (``_check_not_failing``)."""
         call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
             answer = await asyncio.wait_for(call, seconds)
@@ -383,9 +395,9 @@ class OnlineGeocoder:
             log.warning("geocoder %s refused for its rate limit: not asked again for %d s", self.name, pause)
             raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=pause) from None
         except (GeopyError, *_UNEXPECTED_SHAPE, TimeoutError) as exc:
-            self._failing = True
+            self._failed_at = time.monotonic()
             raise self._failure(exc) from None
-        self._failing = False
+        self._failed_at = None
         return answer
 
     def _failure(self, exc: Exception) -> ApiError:
