@@ -232,7 +232,7 @@ class KeyStore:
     def _set_up(self) -> None:
         # WAL: a writer (the CLI, the console in another process) never blocks the servers' reads, which
         # run on their event loops. A store that cannot have it (an in-memory one) is refused.
-        self._db.enable_wal()
+        self._enable_wal()
         if self._db.journal_mode != "wal":
             raise KeyStoreError(f"The key store {self.path} cannot be put in WAL mode (its journal mode is "
                                 f"{self._db.journal_mode!r}); servers rely on it to read keys without "
@@ -244,6 +244,20 @@ class KeyStore:
         if migrations.pending(self._db):
             with self._writing():
                 migrations.apply(self._db)
+
+    def _enable_wal(self) -> None:
+        """Switching a new store to WAL needs the file alone, and SQLite refuses it at once, without the busy
+        timeout's wait, when another connection opening the store too is between its read and its write (a wait
+        there could deadlock): asked again, for as long as a pending migration may wait."""
+        deadline = time.monotonic() + WAIT_FOR_MIGRATION_SECONDS
+        while True:
+            try:
+                self._db.enable_wal()
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.005)
 
     def _wait_for_writer(self, seconds: float) -> None:
         """How long a write waits for another process's write lock before SQLite says "locked"."""
