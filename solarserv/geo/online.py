@@ -278,7 +278,8 @@ class OnlineGeocoder:
     @property
     def ready(self) -> bool:
         """Nothing to prepare, so ready unless the provider's last call failed (until one succeeds) or its rate-limit
-        refusal still holds: meanwhile place names are answered 503."""
+        refusal still holds. Place names are answered 503 while a refusal holds; after a failure each is still
+        asked, and the first answered makes the geocoder ready again."""
         return self._failed_at is None and time.monotonic() >= self._paused_until
 
     async def locate(self, place_name: str) -> Located:
