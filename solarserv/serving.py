@@ -147,7 +147,7 @@ def _fork_workers(settings: Any, sockets: list[socket.socket]) -> tuple[int, Pla
     # the pages of everything imported: frozen, they stay shared (20 MB less per process, measured).
     gc.freeze()
     parent = os.getpid()
-    worker = workers.fork_workers(settings.processes)  # returns only in the workers
+    worker = workers.fork_workers(settings.processes, sockets)  # returns only in the workers
     _stop_with_parent(parent)
     if _spreads_connections(settings) and worker > 0:
         sockets = _worker_sockets(sockets, settings.host)

@@ -18,8 +18,10 @@ import logging
 import os
 import select
 import signal
+import socket
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any
 
 log = logging.getLogger("solarserv.workers")
@@ -33,16 +35,18 @@ RESTART_PAUSES_SECONDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 GAVE_UP_STATUS = 1
 
 
-def fork_workers(count: int) -> int:
+def fork_workers(count: int, listening: Iterable[socket.socket]) -> int:
     """Fork ``count`` workers; returns only in each of them, its number (0 to count - 1). The parent supervises
     them until they have all stopped, then exits: status 0 after SIGTERM or SIGINT, GAVE_UP_STATUS when a worker
-    kept failing at start."""
-    return _Supervisor(count).run()
+    kept failing at start. ``listening``: the sockets the parent holds for the workers it starts, closed when it
+    stops them, so that new connections are refused while the workers answer those they hold."""
+    return _Supervisor(count, listening).run()
 
 
 class _Supervisor:
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, listening: Iterable[socket.socket]) -> None:
         self.count = count
+        self.listening = list(listening)
         self.running: dict[int, tuple[int, float]] = {}  # pid: (worker number, when it was started)
         self.due: dict[int, float] = {}  # worker number: when to start it again
         self.failures_in_a_row = [0] * count
@@ -104,6 +108,9 @@ class _Supervisor:
     def _stop(self, signum: int, frame: Any) -> None:
         """Pass SIGTERM or SIGINT on to every worker: each stops with status 0, and is not started again."""
         self.stopping = True
+        # Left open, they would take new connections into their queue, which no worker accepts from any more.
+        for listening in self.listening:
+            listening.close()
         for pid in self.running:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -98,6 +99,31 @@ def test_sigint_stops_every_worker_too(two_workers):
     assert process.wait(timeout=30) == 0
     assert not [pid for pid in workers if psutil.pid_exists(pid)]
 
+
+@pytest.mark.slow
+def test_a_stopping_server_refuses_new_connections_while_it_answers_those_in_flight(two_workers):
+    # The parent kept its listening socket (worker 0's) open while the workers answered the requests in flight:
+    # every new connection was taken into its queue, where none would accept it, and waited until the server was gone.
+    process, base_url, _ = two_workers
+    port = int(base_url.rsplit(":", 1)[1])
+    body = json.dumps(PARIS).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as in_flight:
+        in_flight.sendall(b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nContent-Type: application/json\r\n"
+                          b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+        assert in_flight.recv(100).startswith(b"HTTP/1.1 100")  # its headers read: the request is in flight
+        process.terminate()
+        wait_for(lambda: refused(port), "new connections refused while a request is in flight")
+        in_flight.sendall(body)
+        assert in_flight.makefile("rb").read().startswith(b"HTTP/1.1 200 OK\r\n")  # answered, up to the server's close
+    assert process.wait(timeout=30) == 0
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=30).close()
+    except ConnectionRefusedError:
+        return True
+    return False
 
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="workers learn of their parent's death from Linux (prctl)")
