@@ -152,3 +152,28 @@ def refused(port: int) -> bool:
     except ConnectionRefusedError:
         return True
     return False
+
+
+async def test_a_stopping_server_closes_its_idle_connections_and_each_other_after_its_answer(http_server,
+                                                                                            http_server_port):
+    # Idle keep-alive connections were left open until the last request in flight was answered, and took new
+    # requests meanwhile: a client sending one after another kept the server from stopping until its grace ran out.
+    port = http_server_port[1]
+    busy_reader, busy = await asyncio.open_connection("127.0.0.1", port)
+    idle_reader, idle = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        busy.write(b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nExpect: 100-continue\r\n"
+                   b"Content-Length: 2\r\n\r\n")
+        assert (await busy_reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 100")  # in flight
+        idle.write(b"GET /healthz HTTP/1.1\r\nHost: solarserv\r\n\r\n")
+        head = await idle_reader.readuntil(b"\r\n\r\n")
+        await idle_reader.readexactly(int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0]))  # now idle
+        stopping = asyncio.ensure_future(http_server.stop_after_requests_in_flight())
+        assert await asyncio.wait_for(idle_reader.read(), WAIT_SECONDS) == b""  # closed
+        busy.write(b"{}")
+        answer = await asyncio.wait_for(busy_reader.read(), WAIT_SECONDS)  # up to the server's close
+        assert answer.startswith(b"HTTP/1.1 400 ") and b"\r\nConnection: close\r\n" in answer
+        await asyncio.wait_for(stopping, WAIT_SECONDS)
+    finally:
+        busy.close()
+        idle.close()

@@ -17,8 +17,9 @@ served; new ones wait in the kernel's listen queue. Should descriptors run out a
 for half a second (as nginx does) or until a connection closes, and logs it at most once a minute.
 
 Stopping. Tornado's close_all_connections closes every connection at once, cutting the answers of the requests
-in flight: their clients got the connection closed, no answer. This server stops accepting, lets the requests it
-has begun reading finish (their answers written), for STOP_GRACE_SECONDS at most, then closes the connections.
+in flight: their clients got the connection closed, no answer. This server stops accepting, closes its idle
+connections, lets the requests it has begun reading finish (their answers written, saying Connection: close, then
+their connections closed), for STOP_GRACE_SECONDS at most, then closes the connections left.
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ class BoundedHTTPServer(tornado.httpserver.HTTPServer):
         self._in_flight = 0
         self._none_in_flight = asyncio.Event()
         self._none_in_flight.set()
+        self.stopping = False
+        # Each connection's latest request, in flight or not yet begun (its connection idle).
+        self._latest_requests: dict[object, _RequestInFlight] = {}
 
     def add_sockets(self, sockets: Iterable[socket.socket]) -> None:
         """As TCPServer.add_sockets, with this server's accept loop in place of netutil.add_accept_handler's."""
@@ -145,18 +149,25 @@ class BoundedHTTPServer(tornado.httpserver.HTTPServer):
 
     def on_close(self, server_conn: object) -> None:
         super().on_close(server_conn)
+        self._latest_requests.pop(server_conn, None)
         self._resume()
 
     def start_request(self, server_conn: object,
                       request_conn: tornado.httputil.HTTPConnection) -> tornado.httputil.HTTPMessageDelegate:
-        request = _RequestInFlight(self)
+        request = self._latest_requests[server_conn] = _RequestInFlight(self, server_conn)
         return _CountingDelegate(super().start_request(server_conn, _CountingConnection(request_conn, request)),
                                  request)
 
     async def stop_after_requests_in_flight(self) -> None:
-        """Stop accepting, wait for the requests in flight to be answered (STOP_GRACE_SECONDS at most), then close
-        every connection."""
+        """Stop accepting and close the idle connections, wait for the requests in flight to be answered
+        (STOP_GRACE_SECONDS at most), then close every connection."""
         self.stop()
+        self.stopping = True
+        # Left open, they would take new requests, and a client sending one after another would hold the server
+        # until its grace ran out.
+        for request in list(self._latest_requests.values()):
+            if not request.counted:
+                request.close_connection()
         try:
             await asyncio.wait_for(self._none_in_flight.wait(), STOP_GRACE_SECONDS)
         except TimeoutError:
@@ -176,8 +187,9 @@ class _RequestInFlight:
     """One request, counted in flight by its server from its headers' arrival until its answer is written or its
     client goes away."""
 
-    def __init__(self, server: BoundedHTTPServer) -> None:
+    def __init__(self, server: BoundedHTTPServer, server_conn: Any) -> None:
         self.server = server
+        self.server_conn = server_conn
         self.counted = False
 
     def begin(self) -> None:
@@ -189,6 +201,11 @@ class _RequestInFlight:
         if self.counted:
             self.counted = False
             self.server._count_in_flight(-1)
+            if self.server.stopping:  # its answer said Connection: close
+                self.close_connection()
+
+    def close_connection(self) -> None:
+        self.server_conn.stream.close()
 
 
 class _CountingDelegate(tornado.httputil.HTTPMessageDelegate):
@@ -225,8 +242,11 @@ class _CountingConnection:
     def __getattr__(self, name: str) -> Any:  # the rest of the connection, as the application uses it
         return getattr(self.connection, name)
 
-    def write_headers(self, *args: Any, **kwargs: Any) -> asyncio.Future[None]:
-        self.last_write = self.connection.write_headers(*args, **kwargs)
+    def write_headers(self, start_line: Any, headers: tornado.httputil.HTTPHeaders,
+                      chunk: bytes | None = None) -> asyncio.Future[None]:
+        if self.request.server.stopping:
+            headers["Connection"] = "close"
+        self.last_write = self.connection.write_headers(start_line, headers, chunk)
         return self.last_write
 
     def write(self, chunk: bytes) -> asyncio.Future[None]:
