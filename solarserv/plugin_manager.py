@@ -52,7 +52,7 @@ PLUGIN_FAILURES = (Exception, SystemExit)
 
 # How long a third-party plugin's import, or its answer of template directories, may take before a warning
 # names it (both take milliseconds).
-SLOW_IMPORT_SECONDS = 5.0
+SLOW_PLUGIN_SECONDS = 5.0
 
 
 class PluginConflict(RuntimeError):
@@ -298,10 +298,10 @@ def _import_file(path: Path) -> ModuleType | None:
 
 @contextlib.contextmanager
 def _named_when_slow(still_busy: str) -> Iterator[None]:
-    """One warning, ``still_busy`` naming the plugin and what it does, if the block outlasts SLOW_IMPORT_SECONDS:
+    """One warning, ``still_busy`` naming the plugin and what it does, if the block outlasts SLOW_PLUGIN_SECONDS:
     a plugin that hangs (a connection without a timeout) stalled start-up without a line saying which it was."""
-    timer = threading.Timer(SLOW_IMPORT_SECONDS, log.warning, ("%s after %g s; start-up waits for it", still_busy,
-                                                               SLOW_IMPORT_SECONDS))
+    timer = threading.Timer(SLOW_PLUGIN_SECONDS, log.warning, ("%s after %g s; start-up waits for it", still_busy,
+                                                               SLOW_PLUGIN_SECONDS))
     timer.daemon = True  # a plugin that never returns must not keep the interpreter from exiting either
     timer.start()
     try:

@@ -724,7 +724,7 @@ def test_a_plugin_that_hangs_is_named_while_start_up_waits_for_it(tmp_path, monk
     # Start-up stalled without a line saying which plugin it waited for.
     release = tmp_path / "release"
     plugin = write(tmp_path / "plugins", "stuck.py", source.format(release=str(release)))
-    monkeypatch.setattr(plugin_manager, "SLOW_IMPORT_SECONDS", 0.01)
+    monkeypatch.setattr(plugin_manager, "SLOW_PLUGIN_SECONDS", 0.01)
     narrators = []
     with caplog.at_level(logging.WARNING, logger="solarserv.plugin_manager"):
         loading = threading.Thread(target=lambda: narrators.append(build(PLUGINS_DIR=str(tmp_path / "plugins"))))
