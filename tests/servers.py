@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import resource
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +34,15 @@ def start_solarserv(arguments: Sequence[str], log_path: Path,
         return subprocess.Popen([sys.executable, "-m", "solarserv", "serve", *arguments], stdout=subprocess.PIPE,
                                 stderr=log, text=True,
                                 preexec_fn=limit_open_files if open_file_limit else None)
+
+
+def refuses_connections(port: int) -> bool:
+    """Whether nothing accepts a connection on the loopback ``port``: a stopped or stopping server."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=30).close()
+    except (ConnectionRefusedError, ConnectionResetError):  # reset: queued as the listening socket closed
+        return True
+    return False
 
 
 def stop_solarserv(process: subprocess.Popen) -> None:

@@ -13,7 +13,7 @@ import urllib.request
 
 import psutil
 import pytest
-from servers import start_solarserv, stop_solarserv
+from servers import refuses_connections, start_solarserv, stop_solarserv
 
 from solarserv.geo import gazetteer
 from solarserv.workers import GAVE_UP_STATUS
@@ -112,18 +112,11 @@ def test_a_stopping_server_refuses_new_connections_while_it_answers_those_in_fli
                           b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
         assert in_flight.recv(100).startswith(b"HTTP/1.1 100")  # its headers read: the request is in flight
         process.terminate()
-        wait_for(lambda: refused(port), "new connections refused while a request is in flight")
+        wait_for(lambda: refuses_connections(port), "new connections refused while a request is in flight")
         in_flight.sendall(body)
         assert in_flight.makefile("rb").read().startswith(b"HTTP/1.1 200 OK\r\n")  # answered, up to the server's close
     assert process.wait(timeout=30) == 0
 
-
-def refused(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=30).close()
-    except ConnectionRefusedError:
-        return True
-    return False
 
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="workers learn of their parent's death from Linux (prctl)")

@@ -12,7 +12,7 @@ import socket
 import time
 
 import pytest
-from servers import start_solarserv, stop_solarserv
+from servers import refuses_connections, start_solarserv, stop_solarserv
 
 from solarserv.web import server
 
@@ -135,7 +135,7 @@ def test_sigterm_lets_the_requests_in_flight_be_answered_before_it_stops(data_di
             assert client.recv(100).startswith(b"HTTP/1.1 100")  # its headers read: the request is in flight
             process.terminate()
             deadline = time.monotonic() + WAIT_SECONDS
-            while not refused(port):  # the server has stopped accepting: it is stopping
+            while not refuses_connections(port):  # the server has stopped accepting: it is stopping
                 assert time.monotonic() < deadline, "the server did not stop accepting"
                 time.sleep(0.05)
             client.sendall(body)
@@ -144,14 +144,6 @@ def test_sigterm_lets_the_requests_in_flight_be_answered_before_it_stops(data_di
         assert process.wait(timeout=WAIT_SECONDS) == 0
     finally:
         stop_solarserv(process)
-
-
-def refused(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=WAIT_SECONDS).close()
-    except (ConnectionRefusedError, ConnectionResetError):  # reset: queued as the listening socket closed
-        return True
-    return False
 
 
 async def test_a_stopping_server_closes_its_idle_connections_and_each_other_after_its_answer(http_server,
