@@ -49,8 +49,10 @@ def utc_offset_is_consistent(report: Report) -> Check:
     clock_matches = abs((utc + civil.utc_offset - civil.local).total_seconds()) < CLOCK_RESOLUTION_SECONDS
     parts_add_up = (civil.standard_offset + civil.dst_offset == civil.utc_offset
                     and civil.dst_offset >= dt.timedelta(0))
+    # The summer time term only where there is some (or a wrong one to show): "+ summer time 0 s" said nothing.
+    summer = f" + summer time {duration(report.dst_minutes)}" if civil.dst_offset else ""
     parts = ("UTC, as tzdata records no local time here then" if civil.no_local_time else
-             f"standard time UTC{format_offset(civil.standard_offset)} + summer time {duration(report.dst_minutes)}")
+             f"standard time UTC{format_offset(civil.standard_offset)}{summer}")
     return Check(clock_matches and parts_add_up,
                  f"local time {format_hms(civil.local)} = UTC {format_hms(utc)} {format_offset(civil.utc_offset)}, "
                  f"which is {parts}")
@@ -92,12 +94,12 @@ def total_matches_hour_angle(report: Report) -> Check:
     terms = (report.equation_of_time_minutes, report.longitude_correction_minutes, -report.dst_minutes)
     # Each figure is shown to the nearest second, so the figures shown can miss their sum by a second.
     rounded = "" if adds_up_to_the_second(total, *terms) else " (each to the nearest second)"
+    dst = f" − DST {duration(report.dst_minutes)}" if report.dst_minutes else ""
     return Check(agrees,
                  f"total difference {signed_duration(total)} = equation of time "
                  f"{signed_duration(report.equation_of_time_minutes)} + longitude correction "
-                 f"{signed_duration(report.longitude_correction_minutes)} − DST "
-                 f"{duration(report.dst_minutes)}{rounded}, {'matching' if agrees else 'not matching'} the Sun's "
-                 "hour angle to 1 ms")
+                 f"{signed_duration(report.longitude_correction_minutes)}{dst}{rounded}, "
+                 f"{'matching' if agrees else 'not matching'} the Sun's hour angle to 1 ms")
 
 
 def true_solar_time_is_local_plus_total(report: Report) -> Check:

@@ -530,8 +530,7 @@ def test_validation_text_lists_checks_notes_and_confidence(narrator):
     location_note = "Several places are called Paris in FR; the most populous was used."
     report = report_at("Paris", "1905-06-01", "12:00", notes=(location_note,))
     lines = narrator.narrate(report).validation.splitlines()
-    assert lines[0] == ("✓ local time 12:00:00 = UTC 11:50:39 +00:09:21, which is standard time "
-                        "UTC+00:09:21 + summer time 0 s")
+    assert lines[0] == "✓ local time 12:00:00 = UTC 11:50:39 +00:09:21, which is standard time UTC+00:09:21"
     assert f"Note: {location_note}" in lines
     assert "Confidence LOW, because:" in lines
     assert any(line.startswith("  – LOW: the zone was still on local mean time") for line in lines)
@@ -738,9 +737,22 @@ def test_the_total_check_says_when_its_rounded_terms_miss_their_sum(narrator):
     report = report_in("Africa/Douala", 6.2424, 10.5134, "1974-08-09", "11:08:13", "Bamenda, Cameroon")
     line = next(line for line in narrator.narrate(report).validation.splitlines() if "total difference" in line)
     assert line.startswith("✓ total difference -23 min 27 s = equation of time -5 min 31 s + longitude correction "
-                           "-17 min 57 s − DST 0 s (each to the nearest second), matching")
+                           "-17 min 57 s (each to the nearest second), matching")
     paris = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation
     assert "nearest second" not in paris
+
+
+def test_checks_name_summer_time_only_where_the_clocks_keep_it(narrator):
+    # Without summer time the offset is the standard one alone, and the total has no DST term: "+ summer
+    # time 0 s" and "− DST 0 s" were on every line of the kind.
+    winter = narrator.narrate(report_at("Paris", "2026-01-14", "09:00")).validation.splitlines()
+    assert winter[0] == "✓ local time 09:00:00 = UTC 08:00:00 +01:00, which is standard time UTC+01:00"
+    assert "DST" not in winter[3] and winter[3].startswith("✓ total difference ")
+    assert ", matching the Sun's hour angle" in winter[3]
+    assert not re.search(r"(?<![\d.])0 s\b", "\n".join(winter))
+    summer = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation.splitlines()
+    assert summer[0].endswith("which is standard time UTC+01:00 + summer time 1 h")
+    assert " DST 1 h, matching" in summer[3]
 
 
 def test_checks_catch_an_equation_of_time_beyond_its_range_either_way():
