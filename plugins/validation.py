@@ -52,7 +52,8 @@ def utc_offset_is_consistent(report: Report) -> Check:
     # The summer time term only where there is some (or a wrong one to show): "+ summer time 0 s" said nothing.
     summer = f" + summer time {duration(report.dst_minutes)}" if civil.dst_offset else ""
     parts = ("UTC, as tzdata records no local time here then" if civil.no_local_time else
-             f"standard time UTC{format_offset(civil.standard_offset)}{summer}")
+             f"{'local mean time' if civil.local_mean_time else 'standard time'} "
+             f"UTC{format_offset(civil.standard_offset)}{summer}")
     return Check(clock_matches and parts_add_up,
                  f"local time {format_hms(civil.local)} = UTC {format_hms(utc)} {format_offset(civil.utc_offset)}, "
                  f"which is {parts}")

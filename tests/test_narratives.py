@@ -530,7 +530,7 @@ def test_validation_text_lists_checks_notes_and_confidence(narrator):
     location_note = "Several places are called Paris in FR; the most populous was used."
     report = report_at("Paris", "1905-06-01", "12:00", notes=(location_note,))
     lines = narrator.narrate(report).validation.splitlines()
-    assert lines[0] == "✓ local time 12:00:00 = UTC 11:50:39 +00:09:21, which is standard time UTC+00:09:21"
+    assert lines[0] == "✓ local time 12:00:00 = UTC 11:50:39 +00:09:21, which is local mean time UTC+00:09:21"
     assert f"Note: {location_note}" in lines
     assert "Confidence LOW, because:" in lines
     assert any(line.startswith("  – LOW: the zone was still on local mean time") for line in lines)
@@ -753,6 +753,14 @@ def test_checks_name_summer_time_only_where_the_clocks_keep_it(narrator):
     summer = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation.splitlines()
     assert summer[0].endswith("which is standard time UTC+01:00 + summer time 1 h")
     assert " DST 1 h, matching" in summer[3]
+
+
+def test_the_offset_check_calls_local_mean_time_as_the_other_texts_do(narrator):
+    # It said "standard time UTC-00:25:21" where the summary and the history say local mean time.
+    dublin = narrator.narrate(report_at("Dublin", "1916-07-01", "12:00"))
+    assert dublin.validation.splitlines()[0].endswith(
+        "which is local mean time UTC-00:25:21 + summer time 1 h")
+    assert "local mean time UTC-00:25:21" in dublin.historical_context
 
 
 def test_checks_catch_an_equation_of_time_beyond_its_range_either_way():
