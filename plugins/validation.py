@@ -95,7 +95,8 @@ def total_matches_hour_angle(report: Report) -> Check:
     terms = (report.equation_of_time_minutes, report.longitude_correction_minutes, -report.dst_minutes)
     # Each figure is shown to the nearest second, so the figures shown can miss their sum by a second.
     rounded = "" if adds_up_to_the_second(total, *terms) else " (each to the nearest second)"
-    dst = f" − DST {duration(report.dst_minutes)}" if report.dst_minutes else ""
+    # A hyphen-minus, as in every signed number of the texts (-5 min 55 s, UTC-05:00).
+    dst = f" - DST {duration(report.dst_minutes)}" if report.dst_minutes else ""
     return Check(agrees,
                  f"total difference {signed_duration(total)} = equation of time "
                  f"{signed_duration(report.equation_of_time_minutes)} + longitude correction "

@@ -744,7 +744,7 @@ def test_the_total_check_says_when_its_rounded_terms_miss_their_sum(narrator):
 
 def test_checks_name_summer_time_only_where_the_clocks_keep_it(narrator):
     # Without summer time the offset is the standard one alone, and the total has no DST term: "+ summer
-    # time 0 s" and "− DST 0 s" were on every line of the kind.
+    # time 0 s" and "- DST 0 s" were on every line of the kind.
     winter = narrator.narrate(report_at("Paris", "2026-01-14", "09:00")).validation.splitlines()
     assert winter[0] == "✓ local time 09:00:00 = UTC 08:00:00 +01:00, which is standard time UTC+01:00"
     assert "DST" not in winter[3] and winter[3].startswith("✓ total difference ")
@@ -761,6 +761,18 @@ def test_the_offset_check_calls_local_mean_time_as_the_other_texts_do(narrator):
     assert dublin.validation.splitlines()[0].endswith(
         "which is local mean time UTC-00:25:21 + summer time 1 h")
     assert "local mean time UTC-00:25:21" in dublin.historical_context
+
+
+def test_every_text_writes_its_minus_signs_with_one_character(narrator):
+    # The total check wrote its "− DST" with U+2212 beside the hyphen-minus of "-50 min 35 s" and
+    # "UTC-05:00" everywhere: a reader or a search for one finds half of them.
+    for place, date in (("Paris", "2026-07-14"), ("Dublin", "1916-07-01"), ("Kashgar", "2026-01-14")):
+        texts = narrator.narrate(report_at(place, date, "14:30"))
+        for text in (texts.summary, texts.historical_context, texts.solar_context, texts.validation,
+                     texts.share_text):
+            assert "\u2212" not in text
+    paris = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation
+    assert "+ longitude correction -50 min 35 s - DST 1 h, matching" in paris
 
 
 def test_checks_catch_an_equation_of_time_beyond_its_range_either_way():
