@@ -137,7 +137,7 @@ async def test_a_coordinate_query_names_the_point_alike_in_the_json_and_the_text
     point = "48.85°N, 2.35°E"
     assert result["location"]["place_name"] == point
     assert f" at {point} (" in result["summary"]
-    assert result["share"]["text"].startswith(f"Sundial time at {point} on 2026-07-14 at 14:30:05: ")
+    assert result["share"]["text"].startswith(f"Sundial time at {point} on 14 July 2026 at 14:30:05: ")
     # Times too: the JSON's readings are the ones the texts quote.
     assert result["local_time"] == "14:30:05"
     assert f"a sundial reads {result['true_solar_time']} " in result["summary"]

@@ -619,14 +619,22 @@ def test_differences_under_half_a_second_are_told_as_none(narrator):
 
 def test_share_text_is_one_sentence(narrator):
     texts, report = narrate(narrator, "Paris", "2026-07-14", "14:30")
-    assert texts.share_text == f"Sundial time in Paris on 2026-07-14 at 14:30: {true_solar_text(report)}."
+    assert texts.share_text == f"Sundial time in Paris on 14 July 2026 at 14:30: {true_solar_text(report)}."
 
 
 def test_share_text_names_another_solar_date_and_coordinates(narrator):
     texts, report = narrate(narrator, "Kashgar", "2026-07-14", "01:30", source="coordinates",
                             place_name="39.4704°N, 75.9898°E")
-    assert texts.share_text == (f"Sundial time at 39.4704°N, 75.9898°E on 2026-07-14 at 01:30: "
-                                f"{true_solar_text(report)} on 2026-07-13.")
+    assert texts.share_text == (f"Sundial time at 39.4704°N, 75.9898°E on 14 July 2026 at 01:30: "
+                                f"{true_solar_text(report)} on 13 July 2026.")
+
+
+def test_share_text_writes_its_dates_as_the_other_texts_do(narrator):
+    # It wrote 2026-07-14 where the summary, the contexts and the validation write 14 July 2026.
+    texts, _ = narrate(narrator, "Kashgar", "2026-07-14", "01:30")
+    assert "14 July 2026" in texts.summary and "13 July 2026" in texts.summary
+    assert "on 14 July 2026 at 01:30: " in texts.share_text and texts.share_text.endswith(" on 13 July 2026.")
+    assert not re.search(r"\d{4}-\d\d-\d\d", texts.share_text)
 
 
 # --- filters -------------------------------------------------------------------------------------------
