@@ -619,7 +619,7 @@ def test_differences_under_half_a_second_are_told_as_none(narrator):
 
 def test_share_text_is_one_sentence(narrator):
     texts, report = narrate(narrator, "Paris", "2026-07-14", "14:30")
-    assert texts.share_text == f"Sundial time in Paris on 14 July 2026 at 14:30: {true_solar_text(report)}."
+    assert texts.share_text == f"Sundial time in Paris, France, on 14 July 2026 at 14:30: {true_solar_text(report)}."
 
 
 def test_share_text_names_another_solar_date_and_coordinates(narrator):
@@ -627,6 +627,17 @@ def test_share_text_names_another_solar_date_and_coordinates(narrator):
                             place_name="39.4704°N, 75.9898°E")
     assert texts.share_text == (f"Sundial time at 39.4704°N, 75.9898°E on 14 July 2026 at 01:30: "
                                 f"{true_solar_text(report)} on 13 July 2026.")
+
+
+def test_share_text_names_the_country_of_a_place_found_by_name(narrator):
+    # Pasted in a message, "Sundial time in Santiago" leaves Chile and Spain to guess; the sentence names the
+    # display name's first part and its last, the country, between commas.
+    santiago = report_at("Paris", "2026-07-14", "14:30", place_name="Santiago",
+                         display_name="Santiago, Región Metropolitana de Santiago, Chile")
+    assert narrator.narrate(santiago).share_text.startswith("Sundial time in Santiago, Chile, on 14 July 2026 ")
+    # A name of one part (a city state) is written once.
+    singapore = report_at("Paris", "2026-07-14", "14:30", place_name="Singapore", display_name="Singapore")
+    assert narrator.narrate(singapore).share_text.startswith("Sundial time in Singapore on ")
 
 
 def test_share_text_writes_its_dates_as_the_other_texts_do(narrator):
