@@ -74,6 +74,19 @@ def test_summary_says_when_its_terms_to_the_second_miss_the_total_to_the_second(
     paris = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).summary
     assert "The difference is the equation of time (-5 min 55 s)" in paris
 
+def test_summary_leaves_out_a_longitude_correction_of_0_s_as_the_solar_context_does(narrator):
+    # A point on its zone's meridian (Greenwich; a town centre in its local-mean-time years) read "plus the
+    # longitude correction (0 s)" beside a solar context saying no longitude correction applies.
+    greenwich = narrator.narrate(report_at("UTC", "2026-07-14", "14:30", timezone="Europe/London"))
+    assert "(0 s)" not in greenwich.summary
+    assert "minus 1 h of summer time; the place lies on its zone's standard meridian, so no longitude correction " \
+           "applies." in greenwich.summary
+    assert "so no longitude correction applies." in greenwich.solar_context
+    utc = narrator.narrate(report_at("UTC", "2026-07-14", "14:30")).summary
+    assert re.search(r"The difference is the equation of time \([-+]\d+ min \d+ s\); the place lies on its zone's "
+                     r"standard meridian, so no longitude correction applies\. ", utc)
+
+
 def test_summary_paris_winter_has_no_dst(narrator):
     texts, report = narrate(narrator, "Paris", "2026-01-14", "09:00")
     assert "(Europe/Paris, UTC+01:00, no DST)" in texts.summary
