@@ -61,25 +61,39 @@ class Counters(Protocol):
 
 
 class MemoryCounters:
-    """This process's counters: the default without REDIS_URL, and the fallback while Redis is down."""
+    """This process's counters: the default without REDIS_URL; with it, they note the counts Redis gives this
+    process (``follow``), and count on from them while Redis is down."""
 
     where = "this process"
 
     def __init__(self) -> None:
         self._window: int | None = None
-        self._counts: Counter[str] = Counter()
+        self._from_redis: Counter[str] = Counter()  # the highest count Redis gave, per name
+        self._here: Counter[str] = Counter()  # the requests counted in this process, per name
 
     async def increment(self, name: str, window: int) -> int:
-        if window != self._window:
-            # Only the current minute matters; dropping the last one keeps memory bounded.
-            self._window, self._counts = window, Counter()
-        self._counts[name] += 1
-        return self._counts[name]
+        self._start(window)
+        self._here[name] += 1
+        return self._from_redis[name] + self._here[name]
 
     async def peek(self, names: Sequence[str], window: int) -> list[int]:
         if window != self._window:
             return [0] * len(names)
-        return [self._counts[name] for name in names]
+        return [self._from_redis[name] + self._here[name] for name in names]
+
+    def follow(self, name: str, window: int, redis_count: int) -> int:
+        """Note one request Redis counted as ``redis_count``; return the count to decide by. While Redis is down
+        this process counts on from the highest count Redis gave it, not from zero (a client would get its limit
+        again in the same minute); back on Redis, the requests counted here meanwhile, which Redis never saw,
+        still count. The highest, not the latest: concurrent replies arrive in any order."""
+        self._start(window)
+        self._from_redis[name] = max(self._from_redis[name], redis_count)
+        return redis_count + self._here[name]
+
+    def _start(self, window: int) -> None:
+        if window != self._window:
+            # Only the current minute matters; dropping the last one keeps memory bounded.
+            self._window, self._from_redis, self._here = window, Counter(), Counter()
 
     async def ping(self) -> None:
         pass
@@ -215,8 +229,9 @@ class RateLimiter:
     """Counts requests per name in one-minute windows and says whether each is within its limit.
 
     With ``shared`` counters (Redis) every process sees one count. When they fail, requests are counted
-    in this process instead (each process then enforces the limit alone), the log says so once, and
-    ``health()`` reports it; every ``RECHECK_INTERVAL_SECONDS`` one request tries Redis again.
+    in this process instead, on from the counts it last had from Redis (each process then enforces the limit
+    alone), the log says so once, and ``health()`` reports it; every ``RECHECK_INTERVAL_SECONDS`` one request
+    tries Redis again.
     ``check_redis`` asks Redis without a request to count: at start, and for /healthz.
     """
 
@@ -243,7 +258,12 @@ class RateLimiter:
         """Count one request by ``name`` and decide it against ``limit`` requests per window."""
         now = self._clock()
         window = int(now // WINDOW_SECONDS)
-        count = await self._with_counters(lambda counters: counters.increment(name, window))
+
+        async def count_one(counters: Counters) -> int:
+            count = await counters.increment(name, window)
+            return count if counters is self._local else self._local.follow(name, window, count)
+
+        count = await self._with_counters(count_one)
         return Decision(limit=limit, count=count, reset=(window + 1) * WINDOW_SECONDS, now=now)
 
     async def current_counts(self, names: Sequence[str]) -> dict[str, int]:

@@ -150,19 +150,58 @@ async def test_limiter_falls_back_to_memory_while_redis_is_down_and_returns_to_i
 
             server.stop()
             counts_while_down = [(await limiter.hit("client", 100)).count for _ in range(3)]
-            assert counts_while_down == [1, 2, 3]  # in-process counters, started afresh
+            assert counts_while_down == [2, 3, 4]  # in-process counters, on from Redis's count
             health = limiter.health()
             assert limiter.degraded and health["redis"] == "unreachable" and health["store"] == "in-process"
             lost = [record for record in caplog.records if "unreachable" in record.getMessage()]
             assert len(lost) == 1  # said once, not once per request
 
             server.start()  # a fresh, empty Redis on the same port
-            assert (await limiter.hit("client", 100)).count == 1
+            # Not 1: the three counted in this process meanwhile still count (the one the new Redis never had
+            # does not).
+            assert (await limiter.hit("client", 100)).count == 4
             assert not limiter.degraded and limiter.health()["redis"] == "in use"
             assert any("reachable again" in record.getMessage() for record in caplog.records)
         finally:
             await limiter.close()
 
+
+
+@pytest.mark.redis
+async def test_a_process_that_loses_redis_counts_on_from_the_shared_count_it_last_saw(clock):
+    with RedisServer() as server:
+        processes = [RateLimiter(RedisCounters(server.url), clock=clock, recheck_interval=0) for _ in range(2)]
+        try:
+            counts = [(await processes[number % 2].hit("client", 5)).count for number in range(4)]
+            assert counts == [1, 2, 3, 4]
+            server.stop()
+            # The first process last saw 3 of the 4, the second 4: each allows what was left of the limit when
+            # it last heard from Redis, not the limit again (with its count started afresh, 5 more each).
+            allowed = [[(await limiter.hit("client", 5)).allowed for _ in range(4)] for limiter in processes]
+            assert allowed == [[True, True, False, False], [True, False, False, False]]
+        finally:
+            for limiter in processes:
+                await limiter.close()
+
+
+@pytest.mark.redis
+async def test_requests_counted_in_the_process_while_redis_refused_it_count_on_when_it_accepts_again(clock):
+    with RedisServer() as server:
+        limiter = RateLimiter(RedisCounters(server.url), clock=clock, recheck_interval=0)
+        operator = redis.Redis.from_url(server.url)
+        try:
+            assert [(await limiter.hit("client", 10)).count for _ in range(3)] == [1, 2, 3]
+            operator.config_set("requirepass", "rotated")
+            operator.client_kill_filter(_type="normal", skipme=True)  # the limiter's pooled connections
+            assert [(await limiter.hit("client", 10)).count for _ in range(2)] == [4, 5]
+            assert limiter.health()["redis"] == "misconfigured"
+            operator.config_set("requirepass", "")
+            # Redis kept its 3 and counts on (4, 5); the two counted in this process still count too.
+            assert [(await limiter.hit("client", 10)).count for _ in range(2)] == [6, 7]
+            assert limiter.health()["redis"] == "in use"
+        finally:
+            operator.close()
+            await limiter.close()
 
 
 @pytest.mark.redis
