@@ -14,7 +14,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import redis.asyncio
@@ -67,33 +67,37 @@ class MemoryCounters:
     where = "this process"
 
     def __init__(self) -> None:
-        self._window: int | None = None
-        self._from_redis: Counter[str] = Counter()  # the highest count Redis gave, per name
-        self._here: Counter[str] = Counter()  # the requests counted in this process, per name
+        self._minutes: dict[int, _Minute] = {}
 
     async def increment(self, name: str, window: int) -> int:
-        self._start(window)
-        self._here[name] += 1
-        return self._from_redis[name] + self._here[name]
+        minute = self._minute(window)
+        minute.here[name] += 1
+        return minute.from_redis[name] + minute.here[name]
 
     async def peek(self, names: Sequence[str], window: int) -> list[int]:
-        if window != self._window:
-            return [0] * len(names)
-        return [self._from_redis[name] + self._here[name] for name in names]
+        minute = self._minutes.get(window, _Minute())
+        return [minute.from_redis[name] + minute.here[name] for name in names]
 
     def follow(self, name: str, window: int, redis_count: int) -> int:
         """Note one request Redis counted as ``redis_count``; return the count to decide by. While Redis is down
         this process counts on from the highest count Redis gave it, not from zero (a client would get its limit
         again in the same minute); back on Redis, the requests counted here meanwhile, which Redis never saw,
         still count. The highest, not the latest: concurrent replies arrive in any order."""
-        self._start(window)
-        self._from_redis[name] = max(self._from_redis[name], redis_count)
-        return redis_count + self._here[name]
+        minute = self._minute(window)
+        minute.from_redis[name] = max(minute.from_redis[name], redis_count)
+        return redis_count + minute.here[name]
 
-    def _start(self, window: int) -> None:
-        if window != self._window:
-            # Only the current minute matters; dropping the last one keeps memory bounded.
-            self._window, self._from_redis, self._here = window, Counter(), Counter()
+    def _minute(self, window: int) -> _Minute:
+        minute = self._minutes.get(window)
+        if minute is None:
+            minute = self._minutes[window] = _Minute()
+            # The minute before the latest is kept for a request that read the clock before the minute turned
+            # and is counted after it (its try of Redis outlasted the turn): starting that minute afresh would
+            # drop the new one's counts. Older minutes go, keeping memory bounded.
+            latest = max(self._minutes)
+            for old in [old for old in self._minutes if old < latest - 1]:
+                del self._minutes[old]
+        return minute
 
     async def ping(self) -> None:
         pass
@@ -343,6 +347,14 @@ class RateLimiter:
                         "returns; meanwhile each process enforces the limits on its own.",
                         self._shared.where, exc)
         self._failure = _Failure(state, str(exc), time.time())
+
+
+@dataclass
+class _Minute:
+    """One minute's counts in this process."""
+
+    from_redis: Counter[str] = field(default_factory=Counter)  # the highest count Redis gave, per name
+    here: Counter[str] = field(default_factory=Counter)  # the requests counted in this process, per name
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,15 @@ async def test_counts_per_name_and_per_window(counters):
     assert await counters.peek([alice], 8) == [1]
 
 
+async def test_a_request_counted_after_its_minute_turned_leaves_the_new_minutes_counts_alone(counters):
+    name = unique_name()
+    assert [await counters.increment(name, 8) for _ in range(2)] == [1, 2]
+    # Read the clock at hh:07:59.9 and counted at hh:08:00.2, after a Redis that did not answer in time.
+    assert await counters.increment(name, 7) == 1
+    assert await counters.increment(name, 8) == 3
+    assert await counters.peek([name], 8) == [3]
+
+
 async def test_peek_counts_nothing(counters):
     name = unique_name()
     await counters.increment(name, 7)
