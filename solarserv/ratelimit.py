@@ -72,19 +72,28 @@ class MemoryCounters:
     async def increment(self, name: str, window: int) -> int:
         minute = self._minute(window)
         minute.here[name] += 1
-        return minute.from_redis[name] + minute.here[name]
+        return minute.count(name)
 
     async def peek(self, names: Sequence[str], window: int) -> list[int]:
         minute = self._minutes.get(window, _Minute())
-        return [minute.from_redis[name] + minute.here[name] for name in names]
+        return [minute.count(name) for name in names]
+
+    def count_sent(self, name: str, window: int) -> int:
+        """Count one request whose command to Redis timed out: Redis may yet carry it out (a hung Redis reads it
+        when it resumes), so it counts here until Redis answers again, and then not twice."""
+        minute = self._minute(window)
+        minute.sent[name] += 1
+        return minute.count(name)
 
     def follow(self, name: str, window: int, redis_count: int) -> int:
         """Note one request Redis counted as ``redis_count``; return the count to decide by. While Redis is down
         this process counts on from the highest count Redis gave it, not from zero (a client would get its limit
         again in the same minute); back on Redis, the requests counted here meanwhile, which Redis never saw,
-        still count. The highest, not the latest: concurrent replies arrive in any order."""
+        still count, while those it was sent are in its count. The highest, not the latest: concurrent replies
+        arrive in any order."""
         minute = self._minute(window)
         minute.from_redis[name] = max(minute.from_redis[name], redis_count)
+        minute.sent.pop(name, None)
         return redis_count + minute.here[name]
 
     def _minute(self, window: int) -> _Minute:
@@ -262,18 +271,18 @@ class RateLimiter:
         """Count one request by ``name`` and decide it against ``limit`` requests per window."""
         now = self._clock()
         window = int(now // WINDOW_SECONDS)
-
-        async def count_one(counters: Counters) -> int:
-            count = await counters.increment(name, window)
-            return count if counters is self._local else self._local.follow(name, window, count)
-
-        count = await self._with_counters(count_one)
+        count = await self._count(name, window)
         return Decision(limit=limit, count=count, reset=(window + 1) * WINDOW_SECONDS, now=now)
 
     async def current_counts(self, names: Sequence[str]) -> dict[str, int]:
         """Requests counted so far in the current window, per name."""
         window = int(self._clock() // WINDOW_SECONDS)
-        counts = await self._with_counters(lambda counters: counters.peek(names, window))
+        counts = None
+        if self._redis_due():
+            with self._learning_about_redis():
+                counts = await self._shared.peek(names, window)
+        if counts is None:
+            counts = await self._local.peek(names, window)
         return dict(zip(names, counts, strict=True))
 
     async def check_redis(self) -> None:
@@ -299,11 +308,17 @@ class RateLimiter:
         if self._shared is not None:
             await self._shared.close()
 
-    async def _with_counters(self, operation: Callable[[Counters], Awaitable[Any]]) -> Any:
-        if self._shared is not None and (not self.degraded or self._due_for_check()):
-            with self._learning_about_redis():  # when Redis fails, this goes on to count in this process
-                return await operation(self._shared)
-        return await operation(self._local)
+    async def _count(self, name: str, window: int) -> int:
+        """Count one request in Redis, or in this process when Redis fails; return the count to decide by."""
+        if self._redis_due():
+            with self._learning_about_redis() as exchange:  # when Redis fails, this goes on to count here
+                return self._local.follow(name, window, await self._shared.increment(name, window))
+            if exchange.timed_out:
+                return self._local.count_sent(name, window)
+        return await self._local.increment(name, window)
+
+    def _redis_due(self) -> bool:
+        return self._shared is not None and (not self.degraded or self._due_for_check())
 
     def _due_for_check(self) -> bool:
         now = time.monotonic()
@@ -314,11 +329,13 @@ class RateLimiter:
         return True
 
     @contextlib.contextmanager
-    def _learning_about_redis(self) -> Iterator[None]:
+    def _learning_about_redis(self) -> Iterator[_Exchange]:
         """Around one exchange with Redis: note whether it answered, and swallow its failure."""
+        exchange = _Exchange()
         try:
-            yield
+            yield exchange
         except (redis.exceptions.RedisError, OSError) as exc:
+            exchange.timed_out = isinstance(exc, redis.exceptions.TimeoutError)
             self._lost_redis(exc)
         else:
             self._found_redis()
@@ -350,11 +367,22 @@ class RateLimiter:
 
 
 @dataclass
+class _Exchange:
+    """How one exchange with Redis ended, for what comes after it."""
+
+    timed_out: bool = False  # a command sent that Redis may yet carry out
+
+
+@dataclass
 class _Minute:
     """One minute's counts in this process."""
 
     from_redis: Counter[str] = field(default_factory=Counter)  # the highest count Redis gave, per name
-    here: Counter[str] = field(default_factory=Counter)  # the requests counted in this process, per name
+    here: Counter[str] = field(default_factory=Counter)  # the requests counted in this process alone, per name
+    sent: Counter[str] = field(default_factory=Counter)  # those counted here whose command Redis may yet count
+
+    def count(self, name: str) -> int:
+        return self.from_redis[name] + self.here[name] + self.sent[name]
 
 
 @dataclass(frozen=True)

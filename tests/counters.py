@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import time
@@ -59,6 +60,13 @@ class RedisServer:
             self._process.terminate()
             self._process.wait(timeout=10)
             self._process = None
+
+    def pause(self) -> None:
+        """Stop the server as SIGSTOP does (a hung Redis): it holds its connections and reads nothing."""
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._process.send_signal(signal.SIGCONT)
 
     def __enter__(self) -> RedisServer:
         return self.start()

@@ -214,6 +214,21 @@ async def test_requests_counted_in_the_process_while_redis_refused_it_count_on_w
 
 
 @pytest.mark.redis
+async def test_a_request_redis_counts_after_it_timed_out_is_not_counted_twice_when_redis_answers_again(clock):
+    with RedisServer() as server:
+        limiter = RateLimiter(RedisCounters(server.url), clock=clock, recheck_interval=0)
+        try:
+            assert [(await limiter.hit("client", 10)).count for _ in range(3)] == [1, 2, 3]
+            server.pause()
+            assert (await limiter.hit("client", 10)).count == 4  # sent to Redis, no answer in time
+            server.resume()  # Redis reads the command it was sent, and counts it
+            assert (await limiter.hit("client", 10)).count == 5  # not 6: counted in Redis, not here too
+        finally:
+            server.resume()
+            await limiter.close()
+
+
+@pytest.mark.redis
 async def test_a_burst_on_a_fresh_client_waits_for_a_few_connections_and_is_all_counted_in_redis(clock, caplog,
                                                                                                monkeypatch):
     caplog.set_level(logging.WARNING, logger="solarserv.ratelimit")
