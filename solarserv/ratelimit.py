@@ -78,6 +78,11 @@ class MemoryCounters:
         minute = self._minutes.get(window, _Minute())
         return [minute.count(name) for name in names]
 
+    def alone(self, names: Sequence[str], window: int) -> list[int]:
+        """The requests this process counted that Redis never saw (while it was down), per name."""
+        minute = self._minutes.get(window, _Minute())
+        return [minute.here[name] for name in names]
+
     def count_sent(self, name: str, window: int) -> int:
         """Count one request whose command to Redis timed out: Redis may yet carry it out (a hung Redis reads it
         when it resumes), so it counts here until Redis answers again, and then not twice."""
@@ -280,7 +285,8 @@ class RateLimiter:
         counts = None
         if self._redis_due():
             with self._learning_about_redis():
-                counts = await self._shared.peek(names, window)
+                in_redis, alone = await self._shared.peek(names, window), self._local.alone(names, window)
+                counts = [shared + here for shared, here in zip(in_redis, alone, strict=True)]
         if counts is None:
             counts = await self._local.peek(names, window)
         return dict(zip(names, counts, strict=True))

@@ -208,6 +208,7 @@ async def test_requests_counted_in_the_process_while_redis_refused_it_count_on_w
             # Redis kept its 3 and counts on (4, 5); the two counted in this process still count too.
             assert [(await limiter.hit("client", 10)).count for _ in range(2)] == [6, 7]
             assert limiter.health()["redis"] == "in use"
+            assert await limiter.current_counts(["client"]) == {"client": 7}  # as the console shows it
         finally:
             operator.close()
             await limiter.close()
