@@ -139,9 +139,16 @@ def sun_matches_day_or_night(report: Report) -> Check | None:
         # Each event dated when it falls on another day than the clock's (a sunset after midnight, a sunrise
         # the evening before): undated, such a span reads as ending before it begins.
         day = report.civil.local.date()
-        span = (f"sunrise {hm_on(events.sunrise, day) if events.sunrise else 'none'} – "
-                f"sunset {hm_on(events.sunset, day) if events.sunset else 'none'}")
-        when = f"{'daytime' if daytime else 'night'}, {'inside' if daytime else 'outside'} {span}"
+        if events.sunrise and events.sunset:
+            span = f"{'inside' if daytime else 'outside'} sunrise {hm_on(events.sunrise, day)} – sunset " \
+                   f"{hm_on(events.sunset, day)}"
+        elif events.sunrise:
+            span = f"{'after' if daytime else 'before'} sunrise {hm_on(events.sunrise, day)} (no sunset before the " \
+                   "next solar midnight)"
+        else:
+            span = f"{'before' if daytime else 'after'} sunset {hm_on(events.sunset, day)} (no sunrise: up since the " \
+                   "day before)"
+        when = f"{'daytime' if daytime else 'night'}, {span}"
     low, high = HORIZON_BAND_DEGREES
     consistent = elevation > low if daytime else elevation < high
     return Check(consistent, f"Sun's elevation {degrees(elevation)} fits {when}")

@@ -235,8 +235,17 @@ def test_solar_context_dates_an_event_that_falls_on_another_civil_day(narrator):
     assert (report.events.state, report.events.sunrise) == ("normal", None)
     assert report.events.sunset.date() == dt.date(2024, 3, 22)
     assert "The Sun, up since the day before, sets at 18:45 on 22 March 2024." in texts.solar_context
-    assert "✓ Sun's elevation -1.1° fits night, outside sunrise none – sunset 18:45 on 22 March 2024" \
-        in texts.validation
+    # One event of the two: said as such, where "sunrise none – sunset 18:45" read as a span without a start.
+    assert "✓ Sun's elevation -1.1° fits night, after sunset 18:45 on 22 March 2024 (no sunrise: up since the day " \
+        "before)" in texts.validation
+
+
+def test_the_validation_says_the_day_the_midnight_sun_begins_has_no_sunset(narrator):
+    # Tromsø, 18 May 2026: the Sun rises at 00:52 and does not set again until July; it read "sunset none".
+    texts, report = narrate(narrator, "Tromsø", "2026-05-18", "12:00")
+    assert report.events.sunset is None and report.events.sunrise is not None
+    assert "fits daytime, after sunrise 00:52 (no sunset before the next solar midnight)" in texts.validation
+    assert "none" not in texts.validation
 
 
 def test_solar_context_dates_the_sunset_after_a_sunrise_on_the_evening_before(narrator):
