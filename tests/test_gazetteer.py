@@ -23,7 +23,7 @@ from solarserv.errors import ApiError
 from solarserv.geo import build_geocoder, discs, gazetteer
 from solarserv.geo.gazetteer import Gazetteer
 from solarserv.geo.geometry import distance_and_bearing
-from solarserv.geo.matching import Match, choose, fold, relevant, split_qualifiers
+from solarserv.geo.matching import Match, choose, fold, is_short_form, relevant, split_qualifiers
 from solarserv.geo.offline import OfflineGeocoder, read_towns
 from solarserv.models import Place
 
@@ -184,6 +184,21 @@ def test_within_a_country_a_places_own_name_beats_another_places_alternate_name(
                                                   .extra["candidates"]}
     zaragoza = refusal(geocoder, "Zaragoza").extra["candidates"]
     assert [c["display_name"] for c in zaragoza if c["recommended"]] == ["Zaragoza, Aragón, Spain"]
+
+
+def test_a_short_form_of_a_places_own_name_counts_beside_a_smaller_place_bearing_it_as_its_own(geocoder):
+    # "Halle" is Halle (Westf.)'s own name (21,393) and one of Halle (Saale)'s names (237,865); "Frankfurt" is one of
+    # the names of both Frankfurt am Main and Frankfurt (Oder), and neither's own.
+    assert locate(geocoder, "Halle, Germany").place.display_name == "Halle (Saale), Sachsen-Anhalt, Germany"
+    halle = refusal(geocoder, "Halle").extra["candidates"]
+    assert [c["display_name"] for c in halle if c["recommended"]] == ["Halle (Saale), Sachsen-Anhalt, Germany"]
+    assert locate(geocoder, "Frankfurt").place.display_name == "Frankfurt am Main, Hessen, Germany"
+    assert locate(geocoder, "Frankfurt, Brandenburg").place.display_name == "Frankfurt (Oder), Brandenburg, Germany"
+    assert locate(geocoder, "Neustadt, Germany").place.display_name == (
+        "Neustadt an der Weinstraße, Rheinland-Pfalz, Germany")
+    # Folded, St. John's reads "saint john s": a possessive, not a short form, so Saint John stays recommended.
+    saint_john = refusal(geocoder, "Saint John").extra["candidates"]
+    assert [c["display_name"] for c in saint_john if c["recommended"]] == ["Saint John, New Brunswick, Canada"]
 
 
 def test_a_region_reaches_a_place_that_bears_the_name_only_as_another_name(geocoder):
@@ -441,6 +456,23 @@ def test_an_alternate_name_does_not_count_in_a_country_where_a_place_bears_it_as
     # In another country it still does: the Italians' Firenze is the English-speakers' Florence.
     firenze, alabama = _match("Firenze", "IT", 367_150, own=False), _match("Florence", "US", 40_184, own=True)
     assert relevant([alabama, firenze]) == [firenze, alabama]
+
+
+def test_a_short_form_counts_where_a_smaller_place_bears_it_as_its_own_and_not_beside_a_bigger_one():
+    saale = Match(Place("Halle (Saale)", 0.0, 0.0, "DE", 237_865), by_own_name=False, short_form=True)
+    westfalen = _match("Halle", "DE", 21_393, own=True)
+    assert relevant([westfalen, saale]) == [saale, westfalen]
+    mazowiecki = Match(Place("Mińsk Mazowiecki", 0.0, 0.0, "PL", 40_000), by_own_name=False, short_form=True)
+    minsk = _match("Minsk", "BY", 1_742_124, own=True)
+    assert relevant([mazowiecki, minsk]) == [minsk]
+
+
+def test_a_short_form_is_the_first_words_of_the_own_name_not_a_possessive():
+    assert is_short_form("halle", "halle saale")
+    assert is_short_form("frankfurt", "frankfurt am main")
+    assert not is_short_form("saint john", "saint john s")
+    assert not is_short_form("hall", "halle saale")
+    assert not is_short_form("halle", "halle")
 
 
 def test_an_alternate_name_of_a_place_far_smaller_than_the_best_match_does_not_count():

@@ -35,7 +35,7 @@ from pathlib import Path
 from rapidfuzz import fuzz, process
 
 from solarserv.geo.geometry import KM_PER_DEGREE, distance_and_bearing, longitude_ranges, longitude_span
-from solarserv.geo.matching import Match, fold
+from solarserv.geo.matching import Match, fold, is_short_form
 from solarserv.models import Place
 from solarserv.sqlite import sqlite_utils
 
@@ -272,10 +272,13 @@ class Gazetteer:
 
     def matches(self, name: str) -> list[Match]:
         """Every place whose own or alternate name folds like `name`."""
+        key = fold(name)
         rows = self._db.execute(
-            f"SELECT n.own, p.admin1_code, {_PLACE_COLUMNS} FROM names n JOIN places p ON p.id = n.place_id "
-            "WHERE n.key = ?", (fold(name),))
-        return [Match(_place(row[2:]), by_own_name=bool(row[0]), admin1_code=row[1]) for row in rows]
+            f"SELECT n.own, p.admin1_code, p.name, {_PLACE_COLUMNS} FROM names n JOIN places p ON p.id = n.place_id "
+            "WHERE n.key = ?", (key,))
+        return [Match(_place(row), by_own_name=bool(own), admin1_code=admin1_code,
+                      short_form=not own and is_short_form(key, fold(own_name)))
+                for own, admin1_code, own_name, *row in rows]
 
     def qualifier_regions(self, qualifier: str) -> set[tuple[str, str]]:
         """(country code, admin1 code) pairs a qualifier names; admin1 '' means the whole country."""

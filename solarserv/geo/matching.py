@@ -59,6 +59,15 @@ def fold(text: str) -> str:
     return " ".join(_ABBREVIATIONS.get(word, word) for word in words if word)
 
 
+def is_short_form(name: str, own_name: str) -> bool:
+    """Whether `name` is the first words of `own_name` (both folded): the place's own name without what sets
+    it apart from its namesakes, as "Halle" is of "Halle (Saale)" and "Frankfurt" of "Frankfurt am Main". A
+    lone letter next sets nothing apart: it is what folding leaves of a possessive ("Saint John" is not
+    St. John's, "saint john s")."""
+    rest = own_name.removeprefix(f"{name} ")
+    return rest != own_name and len(rest.partition(" ")[0]) > 1
+
+
 def tidy(text: str) -> str:
     """The name as it is quoted back in messages: spacing collapsed, empty comma parts dropped."""
     name, qualifiers = split_qualifiers(" ".join(text.split()))
@@ -78,6 +87,7 @@ class Match:
     place: Place
     by_own_name: bool
     admin1_code: str = ""  # the place's first-level region, where the source gives it
+    short_form: bool = False  # an alternate name that is the first words of the own name (is_short_form)
 
     def within(self, regions: set[tuple[str, str]]) -> bool:
         """In one of `regions`: (country code, admin1 code) pairs, admin1 '' meaning the whole country."""
@@ -93,6 +103,11 @@ def relevant(matches: Iterable[Match]) -> list[Match]:
     "Florence" still offers Firenze beside the American Florences; but "Rome" does not drag in Lomé (whose
     data lists "Rome" among its names), "Peking" does not drag in a village that lists it, and "Great Falls"
     is Great Falls, Montana, not Paterson, New Jersey, whose data lists it as a nickname.
+
+    A short form of the place's own name (`Match.short_form`) is no nickname: it counts in a country where a
+    smaller place bears it as its own, so "Halle, Germany" is Halle (Saale), not Halle (Westf.), a tenth of its
+    size. (Taking "Halle" as the own name of Halle (Saale) would also make "Frankfurt" the own name of
+    Frankfurt (Oder), which lists it, and shut Frankfurt am Main out.)
 
     A place of unknown population (an online provider's) cannot be weighed so: its alternate name counts
     when the source ranks it above every place bearing the name as its own. Photon names places in English,
@@ -111,7 +126,8 @@ def relevant(matches: Iterable[Match]) -> list[Match]:
             return True
         if match.place.population is None:
             return rank < first_own_name
-        return (match.place.country_code not in own_name_countries and _people(match) > biggest_own
+        in_its_own_right = match.place.country_code not in own_name_countries or match.short_form
+        return (in_its_own_right and _people(match) > biggest_own
                 and _people(match) >= ALTERNATE_NAME_MIN_SHARE * biggest)
 
     kept = [match for rank, match in enumerate(matches) if counts(rank, match)]
