@@ -10,6 +10,7 @@ not depend on that.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from typing import Literal
 
@@ -70,12 +71,13 @@ def seconds_since_midnight(value: dt.datetime | dt.time | float) -> float:
     return value
 
 
+# Kept per offset: an answer writes its zone's offsets six times, and a process meets only tzdata's few hundred.
+@functools.lru_cache(maxsize=1024)
 def format_offset(offset: dt.timedelta, precision: Literal["auto", "minute", "second"] = "auto") -> str:
     """A UTC offset: "+05:45", "-10:00". "auto" adds seconds only when there are some (local mean time,
     "+00:09:21"); "minute" rounds to the nearest minute; "second" always shows them."""
     # The size rounds half up, then takes the sign: Ho Chi Minh's +07:06:30 of 1906 is +07:07 and
     # Monrovia's -00:44:30 (to 1972) is -00:45; rounding the signed value half up would give -00:44.
-    # Whole-number arithmetic: this runs several times per request.
     total = _whole_seconds(abs(offset))
     if precision == "minute":
         total = (total + 30) // 60 * 60
