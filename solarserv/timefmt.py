@@ -20,6 +20,9 @@ from solarserv.solar import SECONDS_PER_DAY
 MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
                "October", "November", "December")
 _ZERO = dt.timedelta(0)
+# Built once: rounding runs about ten times an answer, and building a timedelta costs as much as the sum.
+_HALF_SECOND = dt.timedelta(microseconds=500_000)
+_HALF_MINUTE = dt.timedelta(seconds=30)
 # Both carry hour, minute, second and microsecond: what a clock reading is made of.
 _CLOCK_READINGS = (dt.datetime, dt.time)
 # Four decimals of a degree are at most 11 m on the ground, and in longitude 0.02 s of solar time:
@@ -29,12 +32,12 @@ COORDINATE_DECIMALS = 4
 
 def round_to_second(moment: dt.datetime) -> dt.datetime:
     """The nearest whole second (23:59:59.6 becomes 00:00:00 of the next day)."""
-    return (moment + dt.timedelta(microseconds=500_000)).replace(microsecond=0)
+    return (moment + _HALF_SECOND).replace(microsecond=0)
 
 
 def round_to_minute(moment: dt.datetime) -> dt.datetime:
     """The nearest whole minute, as format_hm shows it (23:59:30 becomes 00:00 of the next day)."""
-    return (moment + dt.timedelta(seconds=30)).replace(second=0, microsecond=0)
+    return (moment + _HALF_MINUTE).replace(second=0, microsecond=0)
 
 
 def format_hms(value: dt.datetime | dt.time | float) -> str:
