@@ -63,11 +63,17 @@ def adds_up_to_the_second(total: float, *terms: float) -> bool:
 
 def duration(minutes: float) -> str:
     """The size of a time difference: "2 h 52 min 18 s", "45 s", "1 h" (sign dropped, nearest second)."""
-    hours, rest = divmod(abs(whole_seconds(minutes)), 3600)
-    mins, secs = divmod(rest, 60)
-    text = f"{hours} h {mins} min {secs} s" if hours else f"{mins} min {secs} s" if mins else f"{secs} s"
-    # Zero parts left out, but never the whole: "1 h", "2 min 5 s", "0 s".
-    return text.replace(" 0 min", "").replace(" 0 s", "") if text != "0 s" else text
+    seconds = abs(whole_seconds(minutes))
+    # Zero parts left out, but never the whole: "1 h", "2 min 5 s", "0 s". Each case written as it reads,
+    # not the whole written and its zeros cut out: an answer writes about fifteen durations.
+    if seconds < 60:
+        return f"{seconds} s"
+    mins, secs = divmod(seconds, 60)
+    if mins < 60:
+        return f"{mins} min {secs} s" if secs else f"{mins} min"
+    hours, mins = divmod(mins, 60)
+    text = f"{hours} h {mins} min" if mins else f"{hours} h"
+    return f"{text} {secs} s" if secs else text
 
 
 def signed_duration(minutes: float) -> str:
