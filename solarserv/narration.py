@@ -263,6 +263,9 @@ def _environment(template_dirs: list[Path]) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         auto_reload=False,  # compiled once; templates do not change under a running server
+        # Every template kept in a plain dict: all are compiled below, and Jinja's bounded cache locks and
+        # reorders its queue at each of an answer's six look-ups.
+        cache_size=-1,
     )
     env.filters.update(formatting.FILTERS)
     # Compile every template now: a syntax error in an operator's override stops start-up with the
