@@ -676,6 +676,11 @@ def test_share_text_writes_its_dates_as_the_other_texts_do(narrator):
     (3.2, "3 min 12 s", "+3 min 12 s"),
     (-172.3, "2 h 52 min 18 s", "-2 h 52 min 18 s"),
     (60.0, "1 h", "+1 h"),
+    # Each zero part left out, each other kept: every branch of duration, which writes each case itself.
+    (3.0, "3 min", "+3 min"),
+    (60 + 5 / 60, "1 h 5 s", "+1 h 5 s"),
+    (-62.0, "1 h 2 min", "-1 h 2 min"),
+    (59 + 59.6 / 60, "1 h", "+1 h"),  # rounded up to the hour, not "60 min"
     (0.75, "45 s", "+45 s"),
     (0.004, "0 s", "0 s"),
     (-29.6, "29 min 36 s", "-29 min 36 s"),
