@@ -296,6 +296,20 @@ async def test_behind_a_trusted_proxy_here_console_local_judges_the_client_it_re
     assert reply.code == code
 
 
+@pytest.mark.parametrize("forwarded", ["127.0.0.1", "::1", "::ffff:127.0.0.1"])
+async def test_with_a_trusted_proxy_a_client_elsewhere_cannot_pass_as_local_by_naming_a_local_address(
+        app, http_server_client, forwarded):
+    # A server with TRUST_PROXY that is reachable without its proxy (bound to every interface): a client connecting
+    # to it directly writes X-Forwarded-For itself. It was let in as the loopback client it named.
+    services = app.settings["services"]
+    services.settings = dataclasses.replace(services.settings, trust_proxy=True)
+    source = non_loopback_address()
+    reply = await http_server_client.fetch(f"/console/login?token={ADMIN_TOKEN}", network_interface=source,
+                                           headers={"X-Forwarded-For": forwarded}, follow_redirects=False,
+                                           raise_error=False)
+    assert reply.code == 403 and "solarserv_console" not in str(reply.headers.get_list("Set-Cookie"))
+
+
 async def test_the_login_link_sets_a_session_and_keeps_the_token_out_of_urls_and_logs(browser, caplog):
     caplog.set_level(logging.INFO, logger="tornado.access")
     reply = await browser.get("/console/login?" + urlencode({"token": ADMIN_TOKEN}))

@@ -234,19 +234,15 @@ class ConsoleHandler(BaseHandler):
             raise tornado.web.HTTPError(403, "CONSOLE=local: the client is not on this machine")
 
     def _refused_as_remote(self) -> bool:
-        """CONSOLE=local and the client is elsewhere: neither a loopback address nor the address the
-        connection reached (this machine connecting to one of its own). The client is the socket's peer or,
-        with TRUST_PROXY, the one the proxy reports: behind a proxy on this machine only the proxy's own
-        local clients are let through, not everyone it serves."""
+        """CONSOLE=local and the connection, or with TRUST_PROXY the client the proxy reports, is from elsewhere.
+        Both are judged: X-Forwarded-For is whatever the connecting client wrote, so one reaching the server
+        without the proxy (bound to every interface) could name 127.0.0.1; behind a proxy on this machine only
+        the proxy's own local clients are let through, not everyone it serves."""
         if self.services.settings.console != "local":
             return False
-        client = client_ip(self.request, self.services.settings.trust_proxy)
-        try:
-            if ipaddress.ip_address(client).is_loopback:
-                return False
-        except ValueError:  # "unknown": no address to judge by
-            return True
-        return client != self.request.connection.stream.socket.getsockname()[0]
+        reached = self.request.connection.stream.socket.getsockname()[0]
+        clients = {self.request.remote_ip, client_ip(self.request, self.services.settings.trust_proxy)}
+        return not all(_from_this_machine(client, reached) for client in clients)
 
     def set_cookie(self, name: str, value: str | bytes, *args: Any, **kwargs: Any) -> None:
         """Every console cookie (the session, a new key, Tornado's _xsrf) is Secure when the browser reached
@@ -259,6 +255,18 @@ class ConsoleHandler(BaseHandler):
             forwarded = self.request.headers.get("X-Forwarded-Proto", self.request.protocol)
             return forwarded.split(",")[-1].strip().lower() == "https"
         return self.request.protocol == "https"
+
+
+def _from_this_machine(client: str, reached: str) -> bool:
+    """Whether ``client`` is this machine: a loopback address, or the very address its connection reached (this
+    machine connecting to one of its own addresses; a packet from elsewhere claiming it cannot complete the
+    handshake, whose answer goes here)."""
+    try:
+        if ipaddress.ip_address(client).is_loopback:
+            return True
+    except ValueError:  # "unknown": no address to judge by
+        return False
+    return client == reached
 
 
 class LoginHandler(ConsoleHandler):
