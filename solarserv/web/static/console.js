@@ -1,5 +1,6 @@
-// The console works without this file; it adds a copy button, and enables the RPM field only for a tier
-// whose RPM is chosen at issuance: its <option> carries data-min-rpm and data-max-rpm (from keys.TIERS).
+// The console works without this file; it adds a copy button, enables the RPM field only for a tier
+// whose RPM is chosen at issuance: its <option> carries data-min-rpm and data-max-rpm (from keys.TIERS), and
+// sends a form marked data-send-once once.
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -19,6 +20,15 @@ document.addEventListener("DOMContentLoaded", () => {
     };
     select.addEventListener("change", sync);
     sync();
+  }
+  for (const form of document.querySelectorAll("form[data-send-once]")) {
+    // A second click before the answer came sent the create form again: two keys were created, and the first
+    // one's only showing was in the answer the browser dropped for the second's. Console pages are no-store,
+    // so going back to this page loads it afresh, sendable.
+    form.addEventListener("submit", (event) => {
+      if (form.dataset.sent) event.preventDefault();
+      form.dataset.sent = "yes";
+    });
   }
 });
 
