@@ -260,7 +260,5 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
 def change_key_status(settings: Any, args: argparse.Namespace) -> int:
     with _key_store(settings) as store:
         change = store.set_status(store.find(args.reference).id, args.status, by=BY_THE_CLI)
-    key = change.key
-    # A label holds no control character (keys.py refuses them): written as it is, quoted as the console does.
-    print(f"Key {key.id} ({key.preview}, “{key.label}”) {'is now' if change.changed else 'was already'} {key.status}.")
+    print(change.told())
     return 0

@@ -139,6 +139,12 @@ class StatusChange:
     key: ApiKey
     changed: bool
 
+    def told(self) -> str:
+        """The change in one sentence, as the CLI prints it and the console shows it. A label holds no control
+        character (checked_key_fields refuses them): written as it is."""
+        key, now = self.key, "is now" if self.changed else "was already"
+        return f"Key {key.id} ({key.preview}, “{key.label}”) {now} {key.status}."
+
 
 @dataclass(frozen=True)
 class IssuedKey:

@@ -31,7 +31,7 @@ from solarserv.web.app import Services, make_app
 from solarserv.web.console import (
     LOGIN_ATTEMPTS_PER_MINUTE,
     NEW_KEY_COOKIE,
-    NEW_KEY_SECONDS,
+    NEXT_PAGE_SECONDS,
     SESSION_COOKIE,
     Access,
     ConsoleSecrets,
@@ -659,7 +659,7 @@ async def test_the_new_key_reaches_its_page_in_a_signed_cookie_that_lives_a_minu
     cookie = set_cookie(created, NEW_KEY_COOKIE)
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie
     expires = email.utils.parsedate_to_datetime(re.search(r"expires=([^;]+)", cookie, re.IGNORECASE)[1])
-    assert 0 < (expires - dt.datetime.now(dt.UTC)).total_seconds() <= NEW_KEY_SECONDS  # the browser drops it
+    assert 0 < (expires - dt.datetime.now(dt.UTC)).total_seconds() <= NEXT_PAGE_SECONDS  # the browser drops it
     sent = browser.cookies.pop(NEW_KEY_COOKIE)
     secret = app.settings["cookie_secret"]
     key_id, key = tornado.web.decode_signed_value(secret, NEW_KEY_COOKIE, sent).decode().split(":")
@@ -668,7 +668,7 @@ async def test_the_new_key_reaches_its_page_in_a_signed_cookie_that_lives_a_minu
     assert "Key created" not in browser.text(await browser.get("/console"))
     browser.cookies[NEW_KEY_COOKIE] = tornado.web.create_signed_value(
         secret, NEW_KEY_COOKIE, f"{key_id}:{key}",
-        clock=lambda: time.time() - NEW_KEY_SECONDS - 1).decode()
+        clock=lambda: time.time() - NEXT_PAGE_SECONDS - 1).decode()
     assert "Key created" not in browser.text(await browser.get("/console"))  # too old
     assert len(keys.all()) == 1
 
@@ -806,6 +806,34 @@ async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, 
     for unknown in (issued.record.id + 1, 10**20, "9" * 5000):
         assert (await browser.post(f"/console/keys/{unknown}/deactivate")).code == 404
     assert (await browser.post("/console/keys/999/deactivate")).code == 404
+
+
+def notice_of(page: str) -> str | None:
+    found = re.search(r'<p class="notice info" role="status">(.*?)</p>', page, re.DOTALL)
+    return html.unescape(" ".join(found[1].split())) if found else None
+
+
+async def test_a_change_from_a_page_gone_stale_under_another_operator_says_the_key_already_had_that_status(
+        browser, keys, sibling):
+    # Two operators at once: each page's button shows the status of when it was shown. The second to deactivate was
+    # sent back to the list without a word, as if their click had done it.
+    issued = keys.create("Acme", "free", by="a test")
+    named = f"Key {issued.record.id} ({issued.record.preview}, “Acme”)"
+    other = sibling  # another process, another session
+    await browser.log_in()
+    await other.log_in()
+    action = f"/console/keys/{issued.record.id}/deactivate"
+    stale = browser.text(await browser.get("/console"))
+    assert f'action="{action}"' in stale
+    assert (await other.post(action)).code == 303
+    assert notice_of(other.text(await other.get("/console"))) == f"{named} is now inactive."
+    reply = await browser.post(action, form_fields(stale, action))
+    assert reply.code == 303
+    assert notice_of(browser.text(await browser.get("/console"))) == (
+        f"{named} was already inactive: its status changed after this page was shown (in another window, "
+        "by another operator or the CLI).")
+    assert notice_of(browser.text(await browser.get("/console"))) is None  # said once
+    assert [key.status for key in keys.all()] == ["inactive"]
 
 
 async def test_each_change_of_a_key_in_the_console_is_one_audit_line_naming_the_client_as_the_access_log_does(

@@ -196,3 +196,19 @@ def test_a_create_form_sent_twice_by_a_double_click_creates_one_key(browser, con
         shown = page.locator("#new-key").input_value()
     assert sent.count("POST") == 1
     assert [key.label for key in keys.all()] == ["Observatory"] and keys.active_key(shown) is not None
+
+
+def test_two_operators_at_once_each_told_what_their_click_did(browser, console_url, keys):
+    issued = keys.create("Acme", "free", by="a test")
+    named = f"Key {issued.record.id} ({issued.record.preview}, “Acme”)"
+    deactivate = f"Deactivate key Acme ({issued.record.preview})"
+    with console_page(browser, console_url) as first, console_page(browser, console_url) as second:
+        second.get_by_role("button", name=deactivate).click()
+        assert second.get_by_role("status").inner_text() == f"{named} is now inactive."
+        first.get_by_role("button", name=deactivate).click()  # its page still shows the key active
+        assert first.get_by_role("status").inner_text() == (
+            f"{named} was already inactive: its status changed after this page was shown (in another window, by "
+            "another operator or the CLI).")
+        first.reload()
+        assert first.get_by_role("status").count() == 0
+    assert [key.status for key in keys.all()] == ["inactive"]

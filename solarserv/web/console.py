@@ -52,9 +52,13 @@ LOGIN_PATH = "/console/login"
 LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
-# A key just created goes to the page that shows it in this cookie, cleared there (KeysHandler.post).
+# A key just created, and what a change of a key's status did, go to the page that shows them in these cookies,
+# cleared there (ConsoleHandler.pass_to_next_page).
 NEW_KEY_COOKIE = "solarserv_new_key"
-NEW_KEY_SECONDS = 60
+STATUS_CHANGE_COOKIE = "solarserv_status_change"
+NEXT_PAGE_SECONDS = 60
+# A change that changed nothing was asked for by a button showing the other status: the page was stale.
+STALE_PAGE = "its status changed after this page was shown (in another window, by another operator or the CLI)"
 LOGIN_ATTEMPTS_PER_MINUTE = 10
 _RPM_MAX_DIGITS = 6  # far above any tier's; a longer number is refused before it is converted
 KEYS_PER_PAGE = 100
@@ -245,9 +249,23 @@ class ConsoleHandler(BaseHandler):
         return not all(_from_this_machine(client, reached) for client in clients)
 
     def set_cookie(self, name: str, value: str | bytes, *args: Any, **kwargs: Any) -> None:
-        """Every console cookie (the session, a new key, Tornado's _xsrf) is Secure when the browser reached
-        us over HTTPS: a browser then never sends it over plain HTTP, where it would cross the network."""
+        """Every console cookie (the session, a new key, a status change, Tornado's _xsrf) is Secure when the browser
+        reached us over HTTPS: a browser then never sends it over plain HTTP, where it would cross the network."""
         super().set_cookie(name, value, *args, **{**kwargs, "secure": self._over_https()})
+
+    def pass_to_next_page(self, cookie: str, value: str) -> None:
+        """``value`` for the page a form redirects to (Post/Redirect/Get), in a signed, HttpOnly cookie that lives
+        a minute: reloading that page shows it no more (taken_once)."""
+        self.set_signed_cookie(cookie, value, expires_days=NEXT_PAGE_SECONDS / 86400, path=CONSOLE_PATH,
+                               httponly=True, samesite="Strict")
+
+    def taken_once(self, cookie: str) -> str | None:
+        """The value pass_to_next_page sent, if any; its cookie is cleared."""
+        value = self.get_signed_cookie(cookie, max_age_days=NEXT_PAGE_SECONDS / 86400)
+        if value is None:
+            return None
+        self.clear_cookie(cookie, path=CONSOLE_PATH)
+        return value.decode()
 
     def _over_https(self) -> bool:
         if self.services.settings.trust_proxy:
@@ -367,7 +385,7 @@ class KeysHandler(ConsoleHandler):
     access = Access.ADMIN
 
     async def get(self) -> None:
-        await self._keys_page(**self._key_just_created())
+        await self._keys_page(**self._key_just_created(), status_change=self.taken_once(STATUS_CHANGE_COOKIE))
 
     async def post(self) -> None:
         form = {name: self.get_body_argument(name, "").strip() for name in ("label", "tier", "rpm")}
@@ -379,18 +397,15 @@ class KeysHandler(ConsoleHandler):
             await self._keys_page(error=str(exc), error_field=exc.field, form=form)
             return
         # Post/Redirect/Get: the page that shows the key is a GET, so reloading it cannot create another key.
-        self.set_signed_cookie(NEW_KEY_COOKIE, f"{issued.record.id}:{issued.key}",
-                               expires_days=NEW_KEY_SECONDS / 86400,
-                               path=CONSOLE_PATH, httponly=True, samesite="Strict")
+        self.pass_to_next_page(NEW_KEY_COOKIE, f"{issued.record.id}:{issued.key}")
         self.redirect(CONSOLE_PATH, status=303)
 
     def _key_just_created(self) -> dict[str, Any]:
-        """The key the last form created and its record, once: the cookie that brings it is cleared."""
-        value = self.get_signed_cookie(NEW_KEY_COOKIE, max_age_days=NEW_KEY_SECONDS / 86400)
+        """The key the last form created and its record, once."""
+        value = self.taken_once(NEW_KEY_COOKIE)
         if value is None:
             return {}
-        self.clear_cookie(NEW_KEY_COOKIE, path=CONSOLE_PATH)
-        key_id, key = value.decode().split(":", 1)
+        key_id, key = value.split(":", 1)
         try:
             return {"new_key": key, "new_record": self.services.keys.find(key_id)}
         except KeyStoreError:  # its row is gone (the store was replaced meanwhile)
@@ -407,7 +422,7 @@ class KeysHandler(ConsoleHandler):
         keys, total = self.services.keys.newest(KEYS_PER_PAGE, (number - 1) * KEYS_PER_PAGE, search)
         counts = await self.services.limiter.current_counts([key_counter(key) for key in keys])
         page = {"error": None, "error_field": None, "form": {"label": "", "tier": "free", "rpm": ""},
-                "new_key": None, "new_record": None, **shown}
+                "new_key": None, "new_record": None, "status_change": None, **shown}
         self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
                     tiers=TIERS.values(), search=search, whole_key=is_whole_key(search), page_number=number,
                     not_a_page=not_a_page, total=total, first=(number - 1) * KEYS_PER_PAGE + 1,
@@ -422,9 +437,12 @@ class KeyStatusHandler(ConsoleHandler):
         try:
             # Found by the store, which takes an id of any length (beyond SQLite's integers, or Python's conversion).
             key = self.services.keys.find(key_id)
-            self.services.keys.set_status(key.id, ACTIVE if action == "activate" else INACTIVE, by=self.operator())
+            change = self.services.keys.set_status(key.id, ACTIVE if action == "activate" else INACTIVE,
+                                                   by=self.operator())
         except KeyStoreError:
             raise tornado.web.HTTPError(404) from None
+        told = change.told()
+        self.pass_to_next_page(STATUS_CHANGE_COOKIE, told if change.changed else f"{told[:-1]}: {STALE_PAGE}.")
         # Back to the page of keys the form was on (its search and page travel in the form), not the first of all.
         search = _search(self.get_body_argument("q", ""))
         number = _page_number(self.get_body_argument("page", "1")) or 1
