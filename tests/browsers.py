@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -15,24 +15,24 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
 
-def launch_chromium(playwright: Playwright) -> Browser:
-    """Headless Chromium; without it the test fails saying how to install it, or is skipped when
-    SOLARSERV_SKIP_BROWSER=1."""
+def launch_chromium(playwright: Playwright, extra_args: Sequence[str] = ()) -> Browser:
+    """Headless Chromium, with ``extra_args`` after CHROMIUM_ARGS; without it the test fails saying how to install
+    it, or is skipped when SOLARSERV_SKIP_BROWSER=1."""
     if not CHROMIUM.exists():
         if os.environ.get("SOLARSERV_SKIP_BROWSER") == "1":
             pytest.skip("SOLARSERV_SKIP_BROWSER=1 and no /usr/bin/chromium")
         pytest.fail("The browser tests need Debian's Chromium at /usr/bin/chromium: run `apt-get install "
                     "-y chromium` (scripts/test does when apt-get is usable), or set "
                     "SOLARSERV_SKIP_BROWSER=1 to skip them.")
-    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=[*CHROMIUM_ARGS, *extra_args])
 
 
 @contextlib.contextmanager
-def running_chromium() -> Iterator[Browser]:
+def running_chromium(extra_args: Sequence[str] = ()) -> Iterator[Browser]:
     """Headless Chromium for a test module's tests (launch_chromium). For a module, not the session: Playwright's
     sync API keeps an asyncio loop running in this thread while it is open, and the Tornado tests in later
     modules need to run their own."""
     with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
+        browser = launch_chromium(playwright, extra_args)
         yield browser
         browser.close()

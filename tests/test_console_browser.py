@@ -24,11 +24,13 @@ from solarserv.web.app import Services
 pytestmark = pytest.mark.browser
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
+# A name of another site that this browser resolves to loopback, as DNS rebinding makes an attacker's name do.
+REBOUND_NAME = "evil.example"
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with running_chromium() as browser:
+    with running_chromium([f"--host-resolver-rules=MAP {REBOUND_NAME} 127.0.0.1"]) as browser:
         yield browser
 
 
@@ -212,3 +214,24 @@ def test_two_operators_at_once_each_told_what_their_click_did(browser, console_u
         first.reload()
         assert first.get_by_role("status").count() == 0
     assert [key.status for key in keys.all()] == ["inactive"]
+
+
+def test_a_page_of_another_site_whose_name_is_rebound_to_loopback_gets_no_session(browser, console_url, keys):
+    # DNS rebinding: CONSOLE=local lets the requests of a page on evil.example in (they come from loopback), and they
+    # are that page's own origin, whose answers it reads. The session cookie belongs to 127.0.0.1.
+    issued = keys.create("Acme", "free", by="a test")
+    rebound = console_url.replace("127.0.0.1", REBOUND_NAME)
+    with console_page(browser, console_url) as page:  # the operator is logged in, in this browser
+        page.goto(f"{rebound}/console")
+        assert page.url.startswith(f"{rebound}/console/login?") and "Acme" not in page.content()
+        # The attacker's script, on a page of that origin without the console's content security policy, with the
+        # login form's XSRF token read as its own: the change is refused for want of a session.
+        page.goto(f"{rebound}/healthz")
+        refused = page.evaluate("""async (action) => {
+            const login = await (await fetch("/console/login")).text();
+            const token = login.match(/name="_xsrf" value="([^"]+)"/)[1];
+            const reply = await fetch(action, {method: "POST", body: new URLSearchParams({_xsrf: token})});
+            return reply.status;
+        }""", f"/console/keys/{issued.record.id}/deactivate")
+        assert refused == 403
+    assert [key.status for key in keys.all()] == ["active"]
