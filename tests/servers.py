@@ -84,7 +84,7 @@ def serving_in_thread(settings: Any, build_services: Callable[[], Services], hos
     thread.start()
     assert started.wait(60), "the test server did not start"
     try:
-        yield f"http://{host}:{state['port']}"
+        yield f"http://{f'[{host}]' if ':' in host else host}:{state['port']}"
     finally:
         state["loop"].call_soon_threadsafe(state["loop"].stop)
         thread.join(10)

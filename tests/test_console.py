@@ -227,15 +227,17 @@ def test_an_app_with_a_handler_that_does_not_declare_its_access_is_not_built(set
         make_app(settings, Services(settings=settings, pipeline=services.pipeline))
 
 
-def non_loopback_address() -> str:
-    """An IPv4 address of this machine other than a loopback one. A connection from it to 127.0.0.1 is what
-    one from another machine looks like to the server: a peer that is neither a loopback address nor the
-    address it reached."""
+def non_loopback_address(family: socket.AddressFamily = socket.AF_INET) -> str:
+    """An address of this machine in ``family`` other than a loopback one (nor an IPv6 link-local one, which needs
+    its interface named). A connection from it to 127.0.0.1 is what one from another machine looks like to the
+    server: a peer that is neither a loopback address nor the address it reached."""
     for addresses in psutil.net_if_addrs().values():
         for address in addresses:
-            if address.family == socket.AF_INET and not ipaddress.ip_address(address.address).is_loopback:
-                return address.address
-    pytest.skip("this machine has no IPv4 address but loopback")
+            if address.family == family:
+                ip = ipaddress.ip_address(address.address.split("%")[0])
+                if not (ip.is_loopback or ip.is_link_local):
+                    return str(ip)
+    pytest.skip(f"this machine has no {family.name} address but loopback")
 
 
 CONSOLE_PATHS = ("/console", "/console/login", f"/console/login?token={ADMIN_TOKEN}")
@@ -256,13 +258,22 @@ async def test_by_default_the_console_answers_only_connections_from_this_machine
     assert (await browser.get("/console")).code == 200
 
 
-async def test_a_connection_to_this_machines_own_address_from_itself_is_local(settings, services):
-    source = non_loopback_address()
-    with serving_in_thread(settings, lambda: Services(settings=settings, pipeline=services.pipeline,
-                                                      limiter=RateLimiter()), host=source) as base_url:
+@pytest.mark.parametrize(("family", "loopback"), [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")])
+async def test_a_connection_to_this_machines_own_address_from_itself_is_local(settings, services, family, loopback):
+    source = non_loopback_address(family)
+
+    def serving_on(host: str):
+        return serving_in_thread(settings, lambda: Services(settings=settings, pipeline=services.pipeline,
+                                                            limiter=RateLimiter()), host=host)
+
+    with serving_on(source) as base_url:
         here = Browser(ClientOf(base_url))
         await here.log_in()  # peer and the address it reached are the same: this machine
         assert (await here.get("/console")).code == 200
+    with serving_on(loopback) as base_url:  # that peer reaching another address looks like another machine
+        refused = await ClientOf(base_url).fetch(f"/console/login?token={ADMIN_TOKEN}", network_interface=source,
+                                                 follow_redirects=False, raise_error=False)
+        assert refused.code == 403
 
 
 async def test_console_any_answers_every_address_and_off_none(app, http_server_client):
