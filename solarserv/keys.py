@@ -103,6 +103,14 @@ class KeyStoreBusy(Exception):
     """Another process held the database's write lock for longer than this store waits."""
 
 
+class FormAlreadySent(Exception):
+    """A key was asked for by a form that already created one (sent twice): ``key`` is that one."""
+
+    def __init__(self, key: ApiKey) -> None:
+        super().__init__(f"The form already created key {key.id}.")
+        self.key = key
+
+
 class KeyStoreUnusable(Exception):
     """The key store cannot be opened, read or written as it is (read-only to this user, not a database, a data
     dir that is a file); the message names it and says why."""
@@ -172,6 +180,13 @@ def create_keys_table(db: sqlite_utils.Database) -> None:
 @migrations()
 def create_console_sessions_table(db: sqlite_utils.Database) -> None:
     db["console_sessions"].create({"id": str, "expires": float}, pk="id", not_null={"expires"})
+
+
+@migrations()
+def create_console_forms_table(db: sqlite_utils.Database) -> None:
+    """The console's create forms that created a key, by the id each page gave its form, so that one sent twice
+    creates one key. A row a key, as small as its key's."""
+    db["console_forms"].create({"id": str, "key_id": int}, pk="id", not_null={"key_id"})
 
 
 @contextlib.contextmanager
@@ -292,16 +307,21 @@ class KeyStore:
         return dt.datetime.fromtimestamp(self._clock(), dt.UTC).date()
 
     @_explained
-    def create(self, label: str, tier: str, rpm: int | None = None, *, by: str) -> IssuedKey:
-        """A new key, issued by ``by`` (BY_THE_CLI, or the console and its client) as its audit line says."""
+    def create(self, label: str, tier: str, rpm: int | None = None, *, by: str, form: str | None = None) -> IssuedKey:
+        """A new key, issued by ``by`` (BY_THE_CLI, or the console and its client) as its audit line says. ``form``:
+        the id of the console form asking, which creates one key however often it is sent (FormAlreadySent)."""
         label, tier, rpm = checked_key_fields(label, tier, rpm)
         for _ in range(PREVIEW_DRAWS):
             key = KEY_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
             row = {"digest": _digest(key), "preview": _preview(key), "label": label, "tier": tier, "rpm": rpm,
                    "created": self._today().isoformat(), "status": ACTIVE}
             try:
-                with self._writing():
+                with self._writing():  # the form looked up under the lock: of two sendings at once, one creates
+                    if form is not None:
+                        self._refuse_form_sent_before(form)
                     key_id = self._db["keys"].insert(row).last_pk
+                    if form is not None:
+                        self._db["console_forms"].insert({"id": form, "key_id": key_id})
             except sqlite3.IntegrityError:
                 continue  # the preview is taken (about one in 16 million per existing key): draw again
             record = ApiKey(id=key_id, **row)
@@ -309,6 +329,10 @@ class KeyStore:
             return IssuedKey(key=key, record=record)
         raise RuntimeError(f"{PREVIEW_DRAWS} new keys in a row had a preview already taken; the store at "
                            f"{self.path} is not behaving as a unique index should.")
+
+    def _refuse_form_sent_before(self, form: str) -> None:
+        for row in self._db.query("select key_id from console_forms where id = ?", [form]):
+            raise FormAlreadySent(self.find(str(row["key_id"])))
 
     @_explained
     def active_key(self, key: str) -> ApiKey | None:

@@ -664,6 +664,24 @@ async def test_creating_a_key_shows_it_once_and_it_works_at_once(browser, api, k
     assert answer.headers["X-RateLimit-Limit"] == "10" and "X-API-Key-Status" not in answer.headers
 
 
+async def test_a_create_form_sent_twice_creates_one_key_and_the_second_sending_says_which(browser, keys):
+    # A browser without console.js sends the form again at a second click before the answer; it created a second
+    # key, and the first one's only showing was in the answer the browser dropped.
+    await browser.log_in()
+    page = browser.text(await browser.get("/console"))
+    form = {"label": "Acme", "tier": "free", **form_fields(page, "/console")}
+    first, second = await browser.post("/console", form), await browser.post("/console", form)
+    assert (first.code, second.code) == (303, 303)
+    [record] = keys.all()
+    shown = browser.text(await browser.get("/console"))
+    assert notice_of(shown) == (
+        f"This form had already been sent: it created key {record.id} ({record.preview}, “Acme”). A key is shown only "
+        "in the answer to the sending that created it; if you did not copy it there, deactivate it and create "
+        "another.")
+    another = {"label": "Acme", "tier": "free", **form_fields(shown, "/console")}  # the page's form is sendable
+    assert (await browser.post("/console", another)).code == 303 and len(keys.all()) == 2
+
+
 async def test_the_new_key_reaches_its_page_in_a_signed_cookie_that_lives_a_minute(browser, keys, app):
     await browser.log_in()
     created = await browser.post("/console", {"label": "Acme", "tier": "free"})

@@ -28,6 +28,7 @@ from solarserv.cli import main
 from solarserv.keys import (
     SERVER_WAIT_FOR_WRITER_SECONDS,
     TIERS,
+    FormAlreadySent,
     KeyStore,
     KeyStoreBusy,
     KeyStoreError,
@@ -185,9 +186,21 @@ def test_schema_comes_from_migrations_applied_once(tmp_path):
     KeyStore(tmp_path / "keys.db").close()
     KeyStore(tmp_path / "keys.db").close()  # reopening applies nothing twice
     db = sqlite_utils.Database(tmp_path / "keys.db")
-    assert [migration.name for migration in migrations.applied(db)] == ["create_keys_table",
-                                                                        "create_console_sessions_table"]
+    assert [migration.name for migration in migrations.applied(db)] == [
+        "create_keys_table", "create_console_sessions_table", "create_console_forms_table"]
     assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_form_creates_one_key_however_often_it_is_sent_and_each_form_its_own(tmp_path, store):
+    first = store.create("Acme", "free", by="a test", form="page-1-form")
+    other = KeyStore(tmp_path / "keys.db")  # another process, as another server's console
+    with pytest.raises(FormAlreadySent) as sent:
+        other.create("Acme", "free", by="a test", form="page-1-form")
+    other.close()
+    assert sent.value.key == first.record
+    second = store.create("Acme", "free", by="a test", form="page-2-form")
+    unbound = store.create("Acme", "free", by="a test")  # the CLI's
+    assert [key.id for key in store.all()] == [first.record.id, second.record.id, unbound.record.id]
 
 
 @pytest.fixture

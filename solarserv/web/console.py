@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import ipaddress
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ from solarserv.keys import (
     INACTIVE,
     LABEL_MAX_LENGTH,
     TIERS,
+    FormAlreadySent,
     KeyStoreBusy,
     KeyStoreError,
     is_whole_key,
@@ -52,11 +54,14 @@ LOGIN_PATH = "/console/login"
 LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
 SESSION_COOKIE = "solarserv_console"
 SESSION_DAYS = 7
-# A key just created, and what a change of a key's status did, go to the page that shows them in these cookies,
-# cleared there (ConsoleHandler.pass_to_next_page).
+# A key just created, and what a form did otherwise, go to the page that shows them in these cookies, cleared
+# there (ConsoleHandler.pass_to_next_page).
 NEW_KEY_COOKIE = "solarserv_new_key"
-STATUS_CHANGE_COOKIE = "solarserv_status_change"
+NOTICE_COOKIE = "solarserv_notice"
 NEXT_PAGE_SECONDS = 60
+# Each page's create form carries an id of its own, which creates one key however often it is sent.
+FORM_ID_BYTES = 16
+_FORM_ID = re.compile(r"[A-Za-z0-9_-]{22}")  # token_urlsafe(FORM_ID_BYTES)
 # A change that changed nothing was asked for by a button showing the other status: the page was stale.
 STALE_PAGE = "its status changed after this page was shown (in another window, by another operator or the CLI)"
 LOGIN_ATTEMPTS_PER_MINUTE = 10
@@ -385,16 +390,26 @@ class KeysHandler(ConsoleHandler):
     access = Access.ADMIN
 
     async def get(self) -> None:
-        await self._keys_page(**self._key_just_created(), status_change=self.taken_once(STATUS_CHANGE_COOKIE))
+        await self._keys_page(**self._key_just_created(), notice=self.taken_once(NOTICE_COOKIE))
 
     async def post(self) -> None:
         form = {name: self.get_body_argument(name, "").strip() for name in ("label", "tier", "rpm")}
+        form_id = self.get_body_argument("form_id", "")
         try:
             rpm = _form_rpm(form["rpm"])
-            issued = self.services.keys.create(form["label"], form["tier"], rpm, by=self.operator())
+            issued = self.services.keys.create(form["label"], form["tier"], rpm, by=self.operator(),
+                                               form=form_id if _FORM_ID.fullmatch(form_id) else None)
         except KeyStoreError as exc:
             self.set_status(400)
             await self._keys_page(error=str(exc), error_field=exc.field, form=form)
+            return
+        except FormAlreadySent as sent:  # a second click before the answer, without console.js
+            key = sent.key
+            self.pass_to_next_page(NOTICE_COOKIE, (
+                f"This form had already been sent: it created key {key.id} ({key.preview}, “{key.label}”). A key is "
+                "shown only in the answer to the sending that created it; if you did not copy it there, deactivate "
+                "it and create another."))
+            self.redirect(CONSOLE_PATH, status=303)
             return
         # Post/Redirect/Get: the page that shows the key is a GET, so reloading it cannot create another key.
         self.pass_to_next_page(NEW_KEY_COOKIE, f"{issued.record.id}:{issued.key}")
@@ -422,9 +437,10 @@ class KeysHandler(ConsoleHandler):
         keys, total = self.services.keys.newest(KEYS_PER_PAGE, (number - 1) * KEYS_PER_PAGE, search)
         counts = await self.services.limiter.current_counts([key_counter(key) for key in keys])
         page = {"error": None, "error_field": None, "form": {"label": "", "tier": "free", "rpm": ""},
-                "new_key": None, "new_record": None, "status_change": None, **shown}
+                "new_key": None, "new_record": None, "notice": None, **shown}
         self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
-                    tiers=TIERS.values(), search=search, whole_key=is_whole_key(search), page_number=number,
+                    form_id=secrets.token_urlsafe(FORM_ID_BYTES), tiers=TIERS.values(), search=search,
+                    whole_key=is_whole_key(search), page_number=number,
                     not_a_page=not_a_page, total=total, first=(number - 1) * KEYS_PER_PAGE + 1,
                     newer=_page_link(number - 1, search) if number > 1 else None,
                     older=_page_link(number + 1, search) if number * KEYS_PER_PAGE < total else None, **page)
@@ -442,7 +458,7 @@ class KeyStatusHandler(ConsoleHandler):
         except KeyStoreError:
             raise tornado.web.HTTPError(404) from None
         told = change.told()
-        self.pass_to_next_page(STATUS_CHANGE_COOKIE, told if change.changed else f"{told[:-1]}: {STALE_PAGE}.")
+        self.pass_to_next_page(NOTICE_COOKIE, told if change.changed else f"{told[:-1]}: {STALE_PAGE}.")
         # Back to the page of keys the form was on (its search and page travel in the form), not the first of all.
         search = _search(self.get_body_argument("q", ""))
         number = _page_number(self.get_body_argument("page", "1")) or 1
