@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import email.utils
+import http
 import json
 import logging
 import socket
@@ -132,14 +133,18 @@ PHOTON_REVERSE = {
 }
 
 
-RETRY_AFTER = {"busy 1 s": lambda: "1", "busy a day": lambda: "86400", "busy, no pause": lambda: "0",
-               "busy 2 min": lambda: email.utils.formatdate(time.time() + 120, usegmt=True)}
+# What a refusal ("busy …", HTTP 429) or an unavailable provider ("down …", 503) says in its Retry-After.
+RETRY_AFTER = {"1 s": lambda: "1", "a day": lambda: "86400", "no pause": lambda: "0",
+               "2 min": lambda: email.utils.formatdate(time.time() + 120, usegmt=True),
+               "soon": lambda: "soon", "1.5 s": lambda: "1.5", "on 32 May": lambda: "Thu, 32 May 2030 10:00:00 GMT",
+               "in the year 10^13": lambda: "Mon, 01 Jan 9999999999999 00:00:00 GMT"}
 
 
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
     "broken" fails with HTTP 500, "down" with 503, "blocked" with 403 and a page saying why, "cut short" closes
-    the connection in mid-body, "busy" refuses with 429, and so do RETRY_AFTER's names, with that Retry-After.
+    the connection in mid-body, "busy" refuses with 429; "busy" or "down" followed by one of RETRY_AFTER's names
+    ("busy 1 s", "down, no pause") sends that Retry-After.
     While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text, of
     `odd["content_type"]` when set."""
 
@@ -164,8 +169,6 @@ class FakeProvider(tornado.web.RequestHandler):
             return
         if query == "broken":
             raise tornado.web.HTTPError(500)
-        if query == "down":
-            raise tornado.web.HTTPError(503)
         if query == "blocked":  # as Nominatim's public service tells a User-Agent it refuses
             self.set_status(403)
             self.finish("<html><head><title>Access blocked</title></head>\n<body><h1>Access blocked</h1><p>You have "
@@ -178,11 +181,12 @@ class FakeProvider(tornado.web.RequestHandler):
             await self.flush()
             self.request.connection.stream.close()
             return
-        if query.startswith("busy"):
-            self.set_status(429)
-            if query in RETRY_AFTER:
-                self.set_header("Retry-After", RETRY_AFTER[query]())
-            self.finish("Too Many Requests")
+        refusal, _, retry_after = query.partition(" ")
+        if refusal.rstrip(",") in ("busy", "down"):
+            self.set_status(429 if refusal.startswith("busy") else 503)
+            if retry_after:
+                self.set_header("Retry-After", RETRY_AFTER[retry_after]())
+            self.finish(http.HTTPStatus(self.get_status()).phrase)
             return
         self.set_header("Content-Type", self.odd.get("content_type", "application/json"))
         self.write(self.odd["body"] if "body" in self.odd else json.dumps(self.answer(self)))
@@ -400,8 +404,10 @@ def test_a_failing_provider_is_a_logged_503(nominatim, caplog, query, said):
 def test_a_provider_answering_503_at_once_is_an_error_not_a_timeout(nominatim, caplog):
     # geopy raises its GeocoderTimedOut for HTTP 503 (and 504, 408), which is also a TimeoutError.
     error = refusal(nominatim, "down")
-    assert "The place-name geocoder (nominatim) gave an error." in error.message
+    assert "The place-name geocoder (nominatim) gave an error." in error.message and error.extra == {}
     assert "HTTP Error 503" in caplog.text and "no answer" not in caplog.text
+    # Without a Retry-After it asks for no pause: the next name is asked.
+    assert locate(nominatim, "Paris, Texas").place.country_code == "US"
 
 
 @pytest.mark.parametrize("query,logged", [
@@ -590,16 +596,26 @@ def test_photon_first_place_named_otherwise_stands_beside_a_namesake_abroad(phot
         ("Vienna, Austria", True), ("Wien, Wisconsin, United States", False)]
 
 
-def test_a_rate_limit_refusal_pauses_the_provider_for_as_long_as_it_asks(provider_server, caplog):
+# The pauses a provider asks for: refusing for its rate limit (429), or unavailable and saying when to come back
+# (503 with a Retry-After).
+PAUSES = pytest.mark.parametrize("refused", ["busy", "down"])
+PAUSE_SAID = {"busy": ("gave a rate-limit refusal", "refused for its rate limit"),
+              "down": ("is unavailable for now (HTTP 503 Service Unavailable)", "answered 503 with a Retry-After")}
+
+
+@PAUSES
+def test_a_pause_the_provider_asks_for_holds_for_as_long_as_it_asks(provider_server, caplog, refused):
     nominatim = geocoder_for(provider_server, "nominatim")
     requests = provider_server["requests"]
-    error = refusal(nominatim, "busy 1 s")
+    said, logged = PAUSE_SAID[refused]
+    error = refusal(nominatim, f"{refused} 1 s")
     assert (error.code, error.status, error.extra) == ("GEOCODER_UNAVAILABLE", 503, {"retry_after": 1})
-    assert "gave a rate-limit refusal. Try again in 1 second, or send latitude" in error.message
-    assert "geocoder nominatim refused for its rate limit: not asked again for 1 s" in caplog.text
+    assert f"{said}. Try again in 1 second, or send latitude" in error.message
+    assert f"geocoder nominatim {logged}: not asked again for 1 s" in caplog.text
     assert not nominatim.ready  # /healthz's geocoder_ready
     asked_before = len(requests)
-    assert refusal(nominatim, "Paris, Texas").extra == {"retry_after": 1}  # answered without asking
+    error = refusal(nominatim, "Paris, Texas")  # answered without asking
+    assert error.extra == {"retry_after": 1} and f"{said}. Try again in 1 second" in error.message
     assert asyncio.run(nominatim.describe(48.8584, 2.2946)) is None
     assert len(requests) == asked_before
     time.sleep(1.05)
@@ -624,23 +640,38 @@ def test_a_refusal_without_retry_after_pauses_the_provider_for_the_default(provi
     assert refusal(nominatim, "Paris, Texas").extra["retry_after"] <= 30
 
 
-def test_a_refusal_asking_for_a_day_pauses_the_provider_for_an_hour_at_most(provider_server, caplog):
+@PAUSES
+def test_a_pause_asked_for_a_day_lasts_an_hour_at_most(provider_server, caplog, refused):
     nominatim = geocoder_for(provider_server, "nominatim")
-    assert refusal(nominatim, "busy a day").extra == {"retry_after": 3600}
+    assert refusal(nominatim, f"{refused} a day").extra == {"retry_after": 3600}
     assert "not asked again for 3600 s" in caplog.text
 
 
-def test_a_refusal_asking_for_no_pause_pauses_the_provider_a_second(provider_server, caplog):
+@PAUSES
+def test_a_pause_asked_for_no_time_lasts_a_second(provider_server, caplog, refused):
     nominatim = geocoder_for(provider_server, "nominatim")
-    assert refusal(nominatim, "busy, no pause").extra == {"retry_after": 1}  # Retry-After: 0, or a date gone by
+    assert refusal(nominatim, f"{refused}, no pause").extra == {"retry_after": 1}  # Retry-After: 0, or a date gone by
     assert "not asked again for 1 s" in caplog.text
 
 
-def test_a_refusal_until_a_date_logs_the_seconds_clients_are_told(provider_server, caplog):
+@PAUSES
+def test_a_pause_until_a_date_logs_the_seconds_clients_are_told(provider_server, caplog, refused):
     nominatim = geocoder_for(provider_server, "nominatim")
-    retry_after = refusal(nominatim, "busy 2 min").extra["retry_after"]  # Retry-After: an HTTP-date
+    retry_after = refusal(nominatim, f"{refused} 2 min").extra["retry_after"]  # Retry-After: an HTTP-date
     assert 119 <= retry_after <= 120
     assert f"not asked again for {retry_after} s" in caplog.text
+
+
+@pytest.mark.parametrize("retry_after", ["soon", "1.5 s", "on 32 May", "in the year 10^13"])
+def test_a_retry_after_that_is_no_delay_nor_date_is_taken_as_none(provider_server, caplog, retry_after):
+    # Neither delay-seconds nor an HTTP-date of the calendar (RFC 9110): a refusal pauses the provider for the
+    # default, a 503 is an error like any other, and the next name is asked.
+    nominatim = geocoder_for(provider_server, "nominatim")
+    assert refusal(nominatim, f"busy {retry_after}").extra == {"retry_after": 30}
+    nominatim = geocoder_for(provider_server, "nominatim")
+    error = refusal(nominatim, f"down {retry_after}")
+    assert "gave an error. Try again later" in error.message and error.extra == {}
+    assert locate(nominatim, "Paris, Texas").place.country_code == "US"
 
 
 def test_calls_start_an_interval_apart_and_a_name_waits_for_its_turn(provider_server):

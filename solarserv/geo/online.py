@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import datetime as dt
+import email.utils
 import functools
 import http.client
 import json
@@ -26,7 +28,6 @@ from geopy.adapters import AdapterHTTPError, URLLibAdapter
 from geopy.exc import (
     ConfigurationError,
     GeocoderParseError,
-    GeocoderRateLimited,
     GeocoderServiceError,
     GeocoderTimedOut,
     GeopyError,
@@ -62,7 +63,8 @@ TOWN_DECIMALS = 3
 # many requests; further calls queue, within their deadline.
 PROVIDER_THREADS = 8
 # After the provider refuses for its rate limit (HTTP 429), it is left alone for as long as its Retry-After
-# asks, or this long when it does not say; never longer than the cap, whatever a header says.
+# asks, or this long when it does not say; so after an HTTP 503 whose Retry-After says when to come back (one
+# without is an error like any other). Never longer than the cap, whatever a header says.
 REFUSAL_PAUSE_SECONDS = 30
 REFUSAL_PAUSE_MAX_SECONDS = 3600
 # After a failed call, towns (for display only) are not asked for this long: a provider that hangs would hold
@@ -76,8 +78,30 @@ Key = TypeVar("Key")
 Result = TypeVar("Result")
 
 
+class _PauseAsked(GeocoderServiceError):
+    """The provider asked to be left alone: HTTP 429, or 503 with a Retry-After; ``seconds``: for how long, None
+    when it did not say."""
+
+    def __init__(self, status: int, seconds: float | None) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.seconds = seconds
+
+
 class _BoundedURLLibAdapter(URLLibAdapter):
-    """geopy's urllib adapter, reading at most MAX_ANSWER_BYTES of an answer (or of an error's page)."""
+    """geopy's urllib adapter, reading at most MAX_ANSWER_BYTES of an answer (or of an error's page), and telling
+    a pause the provider asks for (_PauseAsked) from other HTTP errors."""
+
+    def get_text(self, url: str, *, timeout: float, headers: dict[str, str]) -> str:
+        try:
+            return super().get_text(url, timeout=timeout, headers=headers)
+        except AdapterHTTPError as error:
+            # geopy reads Retry-After of a 429 only, and a date beyond the year 9999 there raised OverflowError
+            # out of the call (a 500): the header is read here, of both.
+            seconds = _retry_after(error.headers.get("retry-after"))
+            if error.status_code == 429 or (error.status_code == 503 and seconds is not None):
+                raise _PauseAsked(error.status_code, seconds) from error
+            raise
 
     def _decode_page(self, page: Any) -> str:
         try:
@@ -234,7 +258,8 @@ class OnlineGeocoder:
         # pool of their own: a flood of slow ones queues there (and is answered 503 at the deadline)
         # instead of taking the threads the rest of the service shares (the equation of time's).
         self._threads = concurrent.futures.ThreadPoolExecutor(PROVIDER_THREADS, f"geocoder-{self.name}")
-        self._paused_until = 0.0  # time.monotonic() until which the provider's rate-limit refusal holds
+        self._paused_until = 0.0  # time.monotonic() until which the pause the provider asked for holds
+        self._paused_why = ""  # what the provider said, as the clients are told it
         # time.monotonic() of the provider's last call if it failed (a timeout, an error, an unreadable answer)
         self._failed_at: float | None = None
         # The provider's recent answers, read (a failure is not kept): by name, and by point to
@@ -277,8 +302,9 @@ class OnlineGeocoder:
 
     @property
     def ready(self) -> bool:
-        """Nothing to prepare, so ready unless the provider's last call failed (until one succeeds) or its rate-limit
-        refusal still holds. Place names are answered 503 while a refusal holds; after a failure each is still
+        """Nothing to prepare, so ready unless the provider's last call failed (until one succeeds) or a pause it
+        asked for (a rate-limit refusal, a 503 with Retry-After) still holds. Place names are answered 503 while
+        such a pause holds; after a failure each is still
         asked, and the first answered makes the geocoder ready again."""
         return self._failed_at is None and time.monotonic() >= self._paused_until
 
@@ -342,7 +368,7 @@ class OnlineGeocoder:
 
     async def _ask(self, read: Callable[..., Result], *args: Any, may_wait: bool) -> Result:
         """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout, unless
-        the provider's rate-limit refusal still holds, a town follows a failed call too closely
+        a pause the provider asked for still holds, a town follows a failed call too closely
         (``_check_not_failing``), or no turn is free in time (``may_wait``: see ``_take_turn``). Every refusal
         and failure is a 503 GEOCODER_UNAVAILABLE; a refusal's ``retry_after`` is the seconds after which the
         same call would be made."""
@@ -355,10 +381,10 @@ class OnlineGeocoder:
         return await self._call(read, *args, seconds=self.timeout - wait)
 
     def _check_not_paused(self) -> None:
-        """After a rate-limit refusal the provider is not asked again until the pause it asked for is over."""
+        """After the provider asked for a pause (_PauseAsked) it is not asked again until the pause is over."""
         paused = self._paused_until - time.monotonic()
         if paused > 0:
-            raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=paused)
+            raise _unavailable(self.name, self._paused_why, retry_after=paused)
 
     def _check_not_failing(self) -> None:
         """A town is not asked for within FAILED_TOWNS_PAUSE_SECONDS of a failed call (the coordinates are shown)."""
@@ -382,19 +408,24 @@ class OnlineGeocoder:
     async def _call(self, read: Callable[..., Result], *args: Any, seconds: float) -> Result:
         """`read(*args)` in a worker thread, given ``seconds``. Any failure becomes a 503, logged as one warning
         line: geopy parses the JSON inside the call, so an answer of an unexpected shape fails there as often
-        as in our reading. A rate-limit refusal pauses the provider (``_check_not_paused``); any other failure
-        leaves it not ``ready`` until a call succeeds, and pauses towns (``_check_not_failing``)."""
+        as in our reading. A pause the provider asks for (_PauseAsked) holds for the calls after
+        (``_check_not_paused``); any other failure leaves it not ``ready`` until a call succeeds, and pauses towns
+        (``_check_not_failing``)."""
         call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
             answer = await asyncio.wait_for(call, seconds)
-        except GeocoderRateLimited as exc:
-            # geopy reads "Retry-After: 0", or a date gone by, as 0: a second then, not the pause of a refusal
-            # that says nothing. Whole seconds, the ones the log and the clients are told.
-            asked = REFUSAL_PAUSE_SECONDS if exc.retry_after is None else max(1, exc.retry_after)
+        except _PauseAsked as exc:
+            # "Retry-After: 0", or a date gone by: a second then, not the pause of a refusal that says nothing.
+            # Whole seconds, the ones the log and the clients are told.
+            asked = REFUSAL_PAUSE_SECONDS if exc.seconds is None else max(1.0, exc.seconds)
             pause = math.ceil(min(asked, REFUSAL_PAUSE_MAX_SECONDS))
             self._paused_until = time.monotonic() + pause
-            log.warning("geocoder %s refused for its rate limit: not asked again for %d s", self.name, pause)
-            raise _unavailable(self.name, "gave a rate-limit refusal", retry_after=pause) from None
+            self._paused_why = ("gave a rate-limit refusal" if exc.status == 429
+                                else "is unavailable for now (HTTP 503 Service Unavailable)")
+            log.warning("geocoder %s %s: not asked again for %d s", self.name,
+                        "refused for its rate limit" if exc.status == 429 else "answered 503 with a Retry-After",
+                        pause)
+            raise _unavailable(self.name, self._paused_why, retry_after=pause) from None
         except (GeopyError, *_UNEXPECTED_SHAPE, TimeoutError) as exc:
             self._failed_at = time.monotonic()
             raise self._failure(exc) from None
@@ -432,6 +463,21 @@ def _unavailable(provider: str, why: str, retry_after: float | None = None) -> A
     when = "later" if seconds is None else f"in {seconds} second{'' if seconds == 1 else 's'}"
     return geocoder_unavailable(f"The place-name geocoder ({provider}) {why}. Try again {when}, or send latitude "
                                 "and longitude instead of place_name.", retry_after=seconds)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """The seconds a Retry-After header asks for, as delay-seconds or an HTTP-date (RFC 9110 10.2.3), at least 0;
+    None without one, or for one that is neither."""
+    value = (value or "").strip()
+    if value.isascii() and value.isdigit():
+        return float(value)  # however many digits: float, unlike int, takes them all (as inf, at worst)
+    try:
+        date = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, OverflowError):  # not a date, or one the calendar has not (32 Jan, year 99999)
+        return None
+    if date.tzinfo is None:  # "-0000": UTC, said not to be local
+        date = date.replace(tzinfo=dt.UTC)
+    return max(0.0, (date - dt.datetime.now(dt.UTC)).total_seconds())
 
 
 def _one_line(text: str) -> str:
