@@ -146,7 +146,8 @@ class FakeProvider(tornado.web.RequestHandler):
     the connection in mid-body, "busy" refuses with 429; "busy" or "down" followed by one of RETRY_AFTER's names
     ("busy 1 s", "down, no pause") sends that Retry-After.
     While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text, of
-    `odd["content_type"]` when set."""
+    `odd["content_type"]` when set; while it sets `odd["hanging"]` (the `hanging` fixture), no request is
+    answered in time."""
 
     def initialize(self, answer: Any, requests: list, odd: dict) -> None:
         self.answer = answer
@@ -157,7 +158,7 @@ class FakeProvider(tornado.web.RequestHandler):
         self.requests.append((self.request.path, dict(self.request.query_arguments),
                               self.request.headers.get("User-Agent")))
         query = self.get_query_argument("q", "")
-        if query == "slow":
+        if query == "slow" or self.odd.get("hanging"):
             await asyncio.sleep(3)
         if query == "drip":  # the headers at once, then a byte every 0.2 s for 4 s: no single read waits long
             body = b" " * 18 + b"[]"
@@ -255,6 +256,14 @@ def odd_answer(provider_server):
     test ends."""
     odd = provider_server["odd"]
     yield lambda body, **content_type: odd.update(body=body, **content_type)
+    odd.clear()
+
+
+@pytest.fixture
+def hanging(provider_server):
+    """hanging(True) makes the provider answer no request in time, until hanging(False) or the test's end."""
+    odd = provider_server["odd"]
+    yield lambda hangs: odd.update(hanging=hangs)
     odd.clear()
 
 
@@ -550,9 +559,61 @@ def test_after_a_failed_call_towns_are_not_asked_for_a_while(provider_server, od
     assert asyncio.run(nominatim.describe(48.8534, 2.3488)) is None  # another point: its coordinates, unasked
     assert len(requests) == asked_before
     provider_server["odd"].clear()
-    monkeypatch.setattr(online, "FAILED_TOWNS_PAUSE_SECONDS", 0)  # the pause is over
+    monkeypatch.setattr(online, "FAILURE_PAUSE_SECONDS", 0)  # the pause is over
     assert asyncio.run(nominatim.describe(48.8584, 2.2946)).display_name == "Paris, Ile-de-France, France"
     assert len(requests) == asked_before + 1
+
+
+def test_while_the_provider_hangs_new_names_are_answered_at_once_and_remembered_ones_still_are(
+        provider_server, hanging):
+    nominatim = geocoder_for(provider_server, "nominatim")
+    requests = provider_server["requests"]
+    locate(nominatim, "Paris, Texas")
+    hanging(True)
+    # The first new name waits for the timeout; the next 19, each of another place, are not sent.
+    assert "gave no answer in time" in refusal(nominatim, "Town 0").message
+    asked_before = len(requests)
+    for number in range(1, 20):
+        error = refusal(nominatim, f"Town {number}")
+        assert (error.code, error.status) == ("GEOCODER_UNAVAILABLE", 503)
+        assert error.message.startswith("The place-name geocoder (nominatim) is not asked for now: when last asked, "
+                                        "it gave no answer in time. Try again in ")
+        assert 1 <= error.extra["retry_after"] <= online.FAILURE_PAUSE_SECONDS
+    assert len(requests) == asked_before
+    assert asyncio.run(nominatim.describe(48.8584, 2.2946)) is None  # towns, as before
+    assert locate(nominatim, "Paris, Texas").place.country_code == "US"  # remembered
+    assert len(requests) == asked_before and not nominatim.ready
+
+
+def test_when_the_pause_is_over_one_name_asks_and_its_answer_ends_the_pause(provider_server, hanging, monkeypatch):
+    nominatim = geocoder_for(provider_server, "nominatim")
+    requests = provider_server["requests"]
+    hanging(True)
+    refusal(nominatim, "Town 0")
+    monkeypatch.setattr(online, "FAILURE_PAUSE_SECONDS", 0)  # the pause is over
+
+    async def two_names() -> list:
+        return await asyncio.gather(nominatim.locate("Town 1"), nominatim.locate("Town 2"), return_exceptions=True)
+
+    asked_before = len(requests)
+    probe, held = asyncio.run(two_names())
+    assert "gave no answer in time" in probe.message  # asked, and not answered: a new pause
+    assert "is not asked for now" in held.message and held.extra == {"retry_after": 1}  # the probe's timeout
+    assert len(requests) == asked_before + 1
+    hanging(False)  # the provider answers again
+    assert locate(nominatim, "München").place.country_code == "DE"
+    assert nominatim.ready
+    assert locate(nominatim, "New York").place.country_code == "US"  # asked as any name is
+    assert len(requests) == asked_before + 3
+
+
+def test_an_unreachable_provider_answers_the_next_names_at_once(provider_server):
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_domain=f"127.0.0.1:{port}")
+    assert "The place-name geocoder (nominatim) could not be reached." in refusal(geocoder, "Paris").message
+    assert "is not asked for now: when last asked, it could not be reached." in refusal(geocoder, "Rome").message
 
 
 def test_photon_ambiguity_keeps_the_providers_order_and_only_settlements(photon, provider_server):
@@ -625,10 +686,11 @@ def test_a_pause_the_provider_asks_for_holds_for_as_long_as_it_asks(provider_ser
 
 
 @pytest.mark.parametrize("failing", ["broken", "slow", "Unreadable"])
-def test_healthz_reports_the_geocoder_not_ready_while_its_provider_fails(nominatim, failing):
+def test_healthz_reports_the_geocoder_not_ready_while_its_provider_fails(nominatim, monkeypatch, failing):
     assert nominatim.ready
     refusal(nominatim, failing)
     assert not nominatim.ready  # /healthz's geocoder_ready, as every place name is a 503
+    monkeypatch.setattr(online, "FAILURE_PAUSE_SECONDS", 0)  # the pause after no answer ("slow") is over
     with contextlib.suppress(ApiError):
         locate(nominatim, "Nowhere at all")  # a 404 is an answer: the provider answers again
     assert nominatim.ready

@@ -21,6 +21,7 @@ import logging
 import math
 import re
 import time
+import urllib.error
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -30,6 +31,7 @@ from geopy.exc import (
     GeocoderParseError,
     GeocoderServiceError,
     GeocoderTimedOut,
+    GeocoderUnavailable,
     GeopyError,
 )
 from geopy.geocoders import Nominatim, Photon
@@ -67,9 +69,10 @@ PROVIDER_THREADS = 8
 # without is an error like any other). Never longer than the cap, whatever a header says.
 REFUSAL_PAUSE_SECONDS = 30
 REFUSAL_PAUSE_MAX_SECONDS = 3600
-# After a failed call, towns (for display only) are not asked for this long: a provider that hangs would hold
-# every coordinate request for GEOCODER_TIMEOUT. Place names are still asked, and one answered ends the pause.
-FAILED_TOWNS_PAUSE_SECONDS = 30
+# After a failed call, towns (for display only) are not asked for this long, nor place names not yet remembered
+# after a call the provider did not answer (a timeout, no connection): a provider that hangs would hold every
+# such request for GEOCODER_TIMEOUT. After a call it answered, even with an error, names are still asked.
+FAILURE_PAUSE_SECONDS = 30
 # The most of an answer read, in bytes: 20 hits with their names in every language come to a few hundred
 # kilobytes at most. geopy reads a body whole, whatever its length (a 200 MB one took 400 MB of memory for a
 # moment, in each of the geocoder's threads), and a call given up on at the deadline goes on reading.
@@ -260,8 +263,13 @@ class OnlineGeocoder:
         self._threads = concurrent.futures.ThreadPoolExecutor(PROVIDER_THREADS, f"geocoder-{self.name}")
         self._paused_until = 0.0  # time.monotonic() until which the pause the provider asked for holds
         self._paused_why = ""  # what the provider said, as the clients are told it
-        # time.monotonic() of the provider's last call if it failed (a timeout, an error, an unreadable answer)
+        # time.monotonic() of the provider's last call if it failed (a timeout, an error, an unreadable answer),
+        # what it did as the clients are told it, whether it gave no answer at all, and whether the call after
+        # the pause that followed is under way (_check_not_failing)
         self._failed_at: float | None = None
+        self._failure_said = ""
+        self._failure_holds_names = False
+        self._probing = False
         # The provider's recent answers, read (a failure is not kept): by name, and by point to
         # TOWN_DECIMALS. Touched only from the event loop.
         self._names: collections.OrderedDict[str, tuple[list[Match], float]] = collections.OrderedDict()
@@ -304,8 +312,8 @@ class OnlineGeocoder:
     def ready(self) -> bool:
         """Nothing to prepare, so ready unless the provider's last call failed (until one succeeds) or a pause it
         asked for (a rate-limit refusal, a 503 with Retry-After) still holds. Place names are answered 503 while
-        such a pause holds; after a failure each is still
-        asked, and the first answered makes the geocoder ready again."""
+        such a pause holds, and for a while after a call the provider did not answer (``_check_not_failing``); the
+        first call answered makes the geocoder ready again."""
         return self._failed_at is None and time.monotonic() >= self._paused_until
 
     async def locate(self, place_name: str) -> Located:
@@ -368,17 +376,22 @@ class OnlineGeocoder:
 
     async def _ask(self, read: Callable[..., Result], *args: Any, may_wait: bool) -> Result:
         """`read`, a provider call and the reading of its answer, in a worker thread, within the timeout, unless
-        a pause the provider asked for still holds, a town follows a failed call too closely
+        a pause the provider asked for still holds, the call follows a failed one too closely
         (``_check_not_failing``), or no turn is free in time (``may_wait``: see ``_take_turn``). Every refusal
         and failure is a 503 GEOCODER_UNAVAILABLE; a refusal's ``retry_after`` is the seconds after which the
         same call would be made."""
         self._check_not_paused()
-        if not may_wait:
-            self._check_not_failing()
+        probe = self._check_not_failing(may_wait)
         wait = self._take_turn(may_wait)
-        if wait:
-            await asyncio.sleep(wait)
-        return await self._call(read, *args, seconds=self.timeout - wait)
+        if probe:
+            self._probing = True
+        try:
+            if wait:
+                await asyncio.sleep(wait)
+            return await self._call(read, *args, seconds=self.timeout - wait)
+        finally:
+            if probe:
+                self._probing = False
 
     def _check_not_paused(self) -> None:
         """After the provider asked for a pause (_PauseAsked) it is not asked again until the pause is over."""
@@ -386,10 +399,19 @@ class OnlineGeocoder:
         if paused > 0:
             raise _unavailable(self.name, self._paused_why, retry_after=paused)
 
-    def _check_not_failing(self) -> None:
-        """A town is not asked for within FAILED_TOWNS_PAUSE_SECONDS of a failed call (the coordinates are shown)."""
-        if self._failed_at is not None and time.monotonic() - self._failed_at < FAILED_TOWNS_PAUSE_SECONDS:
-            raise _unavailable(self.name, "failed its last call")
+    def _check_not_failing(self, may_wait: bool) -> bool:
+        """Within FAILURE_PAUSE_SECONDS of a failed call a town (``not may_wait``: the coordinates are shown) is
+        not asked for, nor a place name after a call the provider did not answer. Once the pause is over one such
+        call asks, the probe (True); the others are refused until it ends, which ends the pause when answered and
+        starts another when not."""
+        if self._failed_at is None or (may_wait and not self._failure_holds_names):
+            return False
+        left = self._failed_at + FAILURE_PAUSE_SECONDS - time.monotonic()
+        if left <= 0 and not self._probing:
+            return True
+        # While the probe is under way, its answer comes within the timeout.
+        raise _unavailable(self.name, f"is not asked for now: when last asked, it {self._failure_said}",
+                           retry_after=left if left > 0 else self.timeout)
 
     def _take_turn(self, may_wait: bool) -> float:
         """Take this call's turn, and return the seconds until it comes. Calls start at least ``interval`` apart,
@@ -409,8 +431,8 @@ class OnlineGeocoder:
         """`read(*args)` in a worker thread, given ``seconds``. Any failure becomes a 503, logged as one warning
         line: geopy parses the JSON inside the call, so an answer of an unexpected shape fails there as often
         as in our reading. A pause the provider asks for (_PauseAsked) holds for the calls after
-        (``_check_not_paused``); any other failure leaves it not ``ready`` until a call succeeds, and pauses towns
-        (``_check_not_failing``)."""
+        (``_check_not_paused``); any other failure leaves it not ``ready`` until a call succeeds, and pauses towns,
+        and names too when the provider gave no answer (``_check_not_failing``)."""
         call = asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(read, *args))
         try:
             answer = await asyncio.wait_for(call, seconds)
@@ -428,20 +450,22 @@ class OnlineGeocoder:
             raise _unavailable(self.name, self._paused_why, retry_after=pause) from None
         except (GeopyError, *_UNEXPECTED_SHAPE, TimeoutError) as exc:
             self._failed_at = time.monotonic()
-            raise self._failure(exc) from None
+            self._failure_said = self._failure(exc)
+            self._failure_holds_names = self._failure_said in _NOT_ANSWERED
+            raise _unavailable(self.name, self._failure_said) from None
         self._failed_at = None
         return answer
 
-    def _failure(self, exc: Exception) -> ApiError:
-        """The 503 for a failed call, logged."""
+    def _failure(self, exc: Exception) -> str:
+        """What a failed call did, as the clients are told it; logged."""
         if isinstance(exc, GeopyError):  # first: geopy's GeocoderTimedOut is a TimeoutError too
             log.warning("geocoder %s failed: %s", self.name, _what_happened(exc))
-            return _unavailable(self.name, f"gave {_failure_kind(exc)}")
+            return _failure_kind(exc)
         if isinstance(exc, TimeoutError):  # the deadline's
             log.warning("geocoder %s gave no answer in %g s", self.name, self.timeout)
-            return _unavailable(self.name, "gave no answer in time")
+            return _NO_ANSWER
         log.warning("geocoder %s answered in an unexpected shape: %s", self.name, _one_line(repr(exc)))
-        return _unavailable(self.name, "gave an answer it could not read")
+        return _UNREADABLE
 
 
 # What reading JSON of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
@@ -500,13 +524,30 @@ def _what_happened(exc: GeopyError) -> str:
     return _one_line(said)
 
 
+# What a failed call did, as the clients are told it ("The place-name geocoder (nominatim) gave no answer in
+# time."); the first two are no answer at all, which pauses place names (_check_not_failing).
+_NO_ANSWER = "gave no answer in time"
+_UNREACHABLE = "could not be reached"
+_NOT_ANSWERED = (_NO_ANSWER, _UNREACHABLE)
+_UNREADABLE = "gave an answer it could not read"
+_ERROR = "gave an error"
+
+
 def _failure_kind(exc: GeopyError) -> str:
+    under = exc.__cause__ or exc.__context__
     # geopy's GeocoderTimedOut is also its reading of an answer of HTTP 503, 504 or 408: an answer, given at once.
-    timed_out = isinstance(exc, GeocoderTimedOut) and not isinstance(exc.__cause__, AdapterHTTPError)
-    if timed_out:
-        return "no answer in time"
+    # A TimeoutError under its error: an answer that stopped coming in mid-body, for longer than the timeout.
+    if (isinstance(exc, GeocoderTimedOut) and not isinstance(under, AdapterHTTPError)
+            or isinstance(under, TimeoutError)):
+        return _NO_ANSWER
+    # No connection (refused, a name that does not resolve, a TLS handshake that fails: urllib's URLError, but
+    # not its HTTPError, an answer), or one closed before any answer.
+    if (isinstance(exc, GeocoderUnavailable)
+            or isinstance(under, urllib.error.URLError | http.client.RemoteDisconnected)
+            and not isinstance(under, urllib.error.HTTPError)):
+        return _UNREACHABLE
     # Not JSON (a captive portal's page), too long, or in a charset that cannot be decoded.
-    return "an answer it could not read" if isinstance(exc, GeocoderParseError) else "an error"
+    return _UNREADABLE if isinstance(exc, GeocoderParseError) else _ERROR
 
 
 def _display_name(name: str | None, region: str | None, country: str | None) -> str:
