@@ -142,9 +142,9 @@ RETRY_AFTER = {"1 s": lambda: "1", "a day": lambda: "86400", "no pause": lambda:
 
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
-    "broken" fails with HTTP 500, "down" with 503, "blocked" with 403 and a page saying why, "cut short" closes
-    the connection in mid-body, "busy" refuses with 429; "busy" or "down" followed by one of RETRY_AFTER's names
-    ("busy 1 s", "down, no pause") sends that Retry-After.
+    "broken" fails with HTTP 500, "down" with 503, "gateway timeout" with a proxy's 504, "blocked" with 403 and
+    a page saying why, "cut short" closes the connection in mid-body, "busy" refuses with 429; "busy" or "down"
+    followed by one of RETRY_AFTER's names ("busy 1 s", "down, no pause") sends that Retry-After.
     While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text, of
     `odd["content_type"]` when set; while it sets `odd["hanging"]` (the `hanging` fixture), no request is
     answered in time."""
@@ -170,6 +170,11 @@ class FakeProvider(tornado.web.RequestHandler):
             return
         if query == "broken":
             raise tornado.web.HTTPError(500)
+        if query == "gateway timeout":  # as a proxy says it, in front of a provider that does not answer
+            self.set_status(504)
+            self.finish("<html><head><title>504 Gateway Time-out</title></head><body><h1>504 Gateway Time-out</h1>"
+                        "<hr>nginx</body></html>")
+            return
         if query == "blocked":  # as Nominatim's public service tells a User-Agent it refuses
             self.set_status(403)
             self.finish("<html><head><title>Access blocked</title></head>\n<body><h1>Access blocked</h1><p>You have "
@@ -605,6 +610,17 @@ def test_when_the_pause_is_over_one_name_asks_and_its_answer_ends_the_pause(prov
     assert nominatim.ready
     assert locate(nominatim, "New York").place.country_code == "US"  # asked as any name is
     assert len(requests) == asked_before + 3
+
+
+def test_a_proxys_gateway_timeout_is_no_answer_and_the_next_names_are_answered_at_once(nominatim, provider_server,
+                                                                                         caplog):
+    # The proxy answers at once, here; a real one after its own timeout, which each new name would wait.
+    error = refusal(nominatim, "gateway timeout")
+    assert "The place-name geocoder (nominatim) gave no answer in time." in error.message
+    assert "HTTP Error 504: Gateway Timeout; it said:" in caplog.text
+    asked_before = len(provider_server["requests"])
+    assert "is not asked for now" in refusal(nominatim, "Paris, Texas").message
+    assert len(provider_server["requests"]) == asked_before
 
 
 def test_an_unreachable_provider_answers_the_next_names_at_once(provider_server):

@@ -535,10 +535,11 @@ _ERROR = "gave an error"
 
 def _failure_kind(exc: GeopyError) -> str:
     under = exc.__cause__ or exc.__context__
-    # geopy's GeocoderTimedOut is also its reading of an answer of HTTP 503, 504 or 408: an answer, given at once.
-    # A TimeoutError under its error: an answer that stopped coming in mid-body, for longer than the timeout.
-    if (isinstance(exc, GeocoderTimedOut) and not isinstance(under, AdapterHTTPError)
-            or isinstance(under, TimeoutError)):
+    # geopy's GeocoderTimedOut is also its reading of an answer of HTTP 503, 504 or 408: an answer, given at once,
+    # but a 504 is a proxy's saying that the provider behind it did not answer (within the proxy's timeout, which
+    # each call would wait). A TimeoutError under its error: an answer that stopped coming in mid-body.
+    http_status = under.status_code if isinstance(under, AdapterHTTPError) else None
+    if isinstance(exc, GeocoderTimedOut) and http_status in (None, 504) or isinstance(under, TimeoutError):
         return _NO_ANSWER
     # No connection (refused, a name that does not resolve, a TLS handshake that fails: urllib's URLError, but
     # not its HTTPError, an answer), or one closed before any answer.
