@@ -12,6 +12,7 @@ import http
 import json
 import logging
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -217,14 +218,9 @@ def photon_reverse(handler):
     return {"type": "FeatureCollection", "features": [feature] if feature else []}
 
 
-@pytest.fixture(scope="module")
-def provider_server():
-    """Nominatim at /nominatim/…, Photon at /photon/…, on a loopback port, served from a thread."""
-    requests: list = []
-    odd: dict = {}
-    routes = [(path, FakeProvider, {"answer": answer, "requests": requests, "odd": odd}) for path, answer in (
-        ("/nominatim/search", nominatim_search), ("/nominatim/reverse", nominatim_reverse),
-        ("/photon/api", photon_search), ("/photon/reverse", photon_reverse))]
+@contextlib.contextmanager
+def serving(routes: list, ssl_options: ssl.SSLContext | None = None):
+    """A Tornado server of `routes` on a loopback port (yielded), run from a thread."""
     started, state = threading.Event(), {}
 
     def serve() -> None:
@@ -232,7 +228,7 @@ def provider_server():
 
         async def start() -> None:
             sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            state["server"] = tornado.httpserver.HTTPServer(tornado.web.Application(routes))
+            state["server"] = tornado.httpserver.HTTPServer(tornado.web.Application(routes), ssl_options=ssl_options)
             state["server"].add_sockets(sockets)
             state["port"] = sockets[0].getsockname()[1]
             started.set()
@@ -245,7 +241,7 @@ def provider_server():
     thread = threading.Thread(target=serve, name="fake-geocoder", daemon=True)
     thread.start()
     assert started.wait(10)
-    yield {"domain": f"127.0.0.1:{state['port']}", "requests": requests, "odd": odd}
+    yield state["port"]
 
     def stop() -> None:
         state["server"].stop()  # closes the listening socket, which the collector would otherwise find open
@@ -253,6 +249,34 @@ def provider_server():
 
     state["loop"].call_soon_threadsafe(stop)
     thread.join(5)
+
+
+def provider_routes(requests: list, odd: dict) -> list:
+    return [(path, FakeProvider, {"answer": answer, "requests": requests, "odd": odd}) for path, answer in (
+        ("/nominatim/search", nominatim_search), ("/nominatim/reverse", nominatim_reverse),
+        ("/photon/api", photon_search), ("/photon/reverse", photon_reverse))]
+
+
+@pytest.fixture(scope="module")
+def provider_server():
+    """Nominatim at /nominatim/…, Photon at /photon/…, on a loopback port, served from a thread."""
+    requests: list = []
+    odd: dict = {}
+    with serving(provider_routes(requests, odd)) as port:
+        yield {"domain": f"127.0.0.1:{port}", "requests": requests, "odd": odd}
+
+
+@pytest.fixture(scope="module")
+def self_signed_provider(tmp_path_factory):
+    """The provider over HTTPS, with a certificate of its own (made by openssl) that no authority signed."""
+    folder = tmp_path_factory.mktemp("tls")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-days", "1",
+                    "-keyout", folder / "key.pem", "-out", folder / "cert.pem"], check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    requests: list = []
+    with serving(provider_routes(requests, {}), ssl_options=context) as port:
+        yield {"domain": f"127.0.0.1:{port}", "requests": requests}
 
 
 @pytest.fixture
@@ -537,6 +561,16 @@ def test_an_unreachable_provider_is_503(provider_server):
         port = unused.getsockname()[1]
     geocoder = geocoder_for(provider_server, "nominatim", geocoder_domain=f"127.0.0.1:{port}")
     assert refusal(geocoder, "Paris").code == "GEOCODER_UNAVAILABLE"
+
+
+def test_a_certificate_that_does_not_verify_is_no_connection_and_the_next_names_are_answered_at_once(
+        self_signed_provider, caplog):
+    geocoder = geocoder_for(self_signed_provider, "nominatim", geocoder_scheme="https")
+    assert "The place-name geocoder (nominatim) could not be reached." in refusal(geocoder, "Paris, Texas").message
+    assert "CERTIFICATE_VERIFY_FAILED" in caplog.text
+    assert "is not asked for now: when last asked, it could not be reached." in refusal(geocoder, "Rome").message
+    assert asyncio.run(geocoder.describe(48.8584, 2.2946)) is None
+    assert self_signed_provider["requests"] == []  # no request got through the handshake
 
 
 def test_nominatim_reverse_geocodes_for_display(nominatim):
