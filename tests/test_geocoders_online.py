@@ -22,6 +22,7 @@ from typing import Any
 import geopy.geocoders
 import pytest
 import tornado.httpserver
+import tornado.iostream
 import tornado.netutil
 import tornado.web
 from defaults import settings as default_settings
@@ -142,7 +143,8 @@ RETRY_AFTER = {"1 s": lambda: "1", "a day": lambda: "86400", "no pause": lambda:
 
 
 class FakeProvider(tornado.web.RequestHandler):
-    """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time,
+    """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time (for 4 s;
+    "drip for 40 s …" for 40),
     "broken" fails with HTTP 500, "down" with 503, "gateway timeout" with a proxy's 504, "blocked" with 403 and
     a page saying why, "cut short" closes the connection in mid-body, "busy" refuses with 429; "busy" or "down"
     followed by one of RETRY_AFTER's names ("busy 1 s", "down, no pause") sends that Retry-After.
@@ -161,13 +163,14 @@ class FakeProvider(tornado.web.RequestHandler):
         query = self.get_query_argument("q", "")
         if query == "slow" or self.odd.get("hanging"):
             await asyncio.sleep(3)
-        if query == "drip":  # the headers at once, then a byte every 0.2 s for 4 s: no single read waits long
-            body = b" " * 18 + b"[]"
+        if query.startswith("drip"):  # the headers at once, then a byte every 0.2 s: no single read waits long
+            body = b" " * (198 if query.startswith("drip for 40 s") else 18) + b"[]"  # 4 s, or 40
             self.set_header("Content-Length", str(len(body)))
-            for byte in body:
-                self.write(bytes([byte]))
-                await self.flush()
-                await asyncio.sleep(0.2)
+            with contextlib.suppress(tornado.iostream.StreamClosedError):  # the client stopped reading
+                for byte in body:
+                    self.write(bytes([byte]))
+                    await self.flush()
+                    await asyncio.sleep(0.2)
             return
         if query == "broken":
             raise tornado.web.HTTPError(500)
@@ -553,6 +556,19 @@ def test_a_flood_of_slow_calls_is_answered_at_the_timeout_and_leaves_other_work_
     assert not waited_for_the_geocoder
     assert all(isinstance(answer, ApiError) and answer.code == "GEOCODER_UNAVAILABLE" for answer in answers)
     assert time.monotonic() - started < 3.5  # the queued calls too: 1.5 s, not 2 × 4 s of dripping
+
+
+def test_a_call_given_up_on_stops_reading_and_gives_its_thread_back(provider_server, monkeypatch):
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_timeout=0.5)
+    monkeypatch.setattr(online, "FAILURE_PAUSE_SECONDS", 0)  # the next name asks as soon as it can
+
+    async def every_thread_dripping() -> list:
+        names = [f"drip for 40 s, {number}" for number in range(PROVIDER_THREADS)]
+        return await asyncio.gather(*(geocoder.locate(name) for name in names), return_exceptions=True)
+
+    assert all("gave no answer in time" in answer.message for answer in asyncio.run(every_thread_dripping()))
+    time.sleep(1.5)  # each thread's reading is over at the first byte after its timeout, 0.2 s later at most
+    assert locate(geocoder, "Paris, Texas").place.country_code == "US"  # a thread was free at once
 
 
 def test_an_unreachable_provider_is_503(provider_server):

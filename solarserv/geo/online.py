@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import re
+import threading
 import time
 import urllib.error
 from collections.abc import Callable
@@ -92,10 +93,16 @@ class _PauseAsked(GeocoderServiceError):
 
 
 class _BoundedURLLibAdapter(URLLibAdapter):
-    """geopy's urllib adapter, reading at most MAX_ANSWER_BYTES of an answer (or of an error's page), and telling
-    a pause the provider asks for (_PauseAsked) from other HTTP errors."""
+    """geopy's urllib adapter, reading at most MAX_ANSWER_BYTES of an answer (or of an error's page), within the
+    call's timeout, and telling a pause the provider asks for (_PauseAsked) from other HTTP errors."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        # Each calling thread's: the time.monotonic() at which its call is over (it started its timeout before).
+        self._call = threading.local()
 
     def get_text(self, url: str, *, timeout: float, headers: dict[str, str]) -> str:
+        self._call.over_at = time.monotonic() + timeout
         try:
             return super().get_text(url, timeout=timeout, headers=headers)
         except AdapterHTTPError as error:
@@ -108,7 +115,7 @@ class _BoundedURLLibAdapter(URLLibAdapter):
 
     def _decode_page(self, page: Any) -> str:
         try:
-            body = page.read(MAX_ANSWER_BYTES + 1)
+            body = self._read_in_time(page)
             if len(body) <= MAX_ANSWER_BYTES and getattr(page, "length", None):
                 # Bytes its Content-Length promised never came: a read of a length ends at a closed connection
                 # without the IncompleteRead that a read of the whole raises.
@@ -124,6 +131,20 @@ class _BoundedURLLibAdapter(URLLibAdapter):
             return body.decode(charset)
         except (LookupError, ValueError) as exc:  # LookupError: a charset Python does not know
             raise GeocoderParseError(f"Unable to decode the response: {exc}") from None
+
+    def _read_in_time(self, page: Any) -> bytes:
+        """Up to MAX_ANSWER_BYTES + 1 bytes of the answer, as they come; TimeoutError once the call is over. The
+        socket's timeout bounds each read alone: an answer dripping in a byte at a time kept its thread reading
+        for as long as it dripped, long after the call was given up on (all of them, after a few such answers)."""
+        body = bytearray()
+        while len(body) <= MAX_ANSWER_BYTES:
+            chunk = page.read1(MAX_ANSWER_BYTES + 1 - len(body))
+            if not chunk:
+                return bytes(body)
+            body += chunk
+            if time.monotonic() > self._call.over_at:
+                raise TimeoutError(f"the answer was still coming in at the timeout ({len(body):,} bytes read)")
+        return bytes(body)
 
 
 class _Nominatim(Nominatim):
