@@ -544,7 +544,8 @@ def test_a_flood_of_slow_calls_is_answered_at_the_timeout_and_leaves_other_work_
     calls = 2 * PROVIDER_THREADS  # half of them queue behind the others
 
     async def flood() -> tuple[list, bool]:
-        asked = [asyncio.ensure_future(geocoder.locate("drip")) for _ in range(calls)]
+        # Names of their own: one name asked by many at once shares one call.
+        asked = [asyncio.ensure_future(geocoder.locate(f"drip {number}")) for number in range(calls)]
         await asyncio.sleep(0)  # every call is in the geocoder's hands
         # The event loop's shared executor (the equation of time's) is free while the geocoder waits.
         await asyncio.get_running_loop().run_in_executor(None, lambda: None)
