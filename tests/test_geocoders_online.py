@@ -627,7 +627,8 @@ def test_while_the_provider_hangs_new_names_are_answered_at_once_and_remembered_
     locate(nominatim, "Paris, Texas")
     hanging(True)
     # The first new name waits for the timeout; the next 19, each of another place, are not sent.
-    assert "gave no answer in time" in refusal(nominatim, "Town 0").message
+    error = refusal(nominatim, "Town 0")
+    assert "gave no answer in time. Try again in 30 seconds" in error.message and error.extra == {"retry_after": 30}
     asked_before = len(requests)
     for number in range(1, 20):
         error = refusal(nominatim, f"Town {number}")

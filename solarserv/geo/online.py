@@ -473,7 +473,9 @@ class OnlineGeocoder:
             self._failed_at = time.monotonic()
             self._failure_said = self._failure(exc)
             self._failure_holds_names = self._failure_said in _NOT_ANSWERED
-            raise _unavailable(self.name, self._failure_said) from None
+            # Names are held for the pause: a client asking again sooner would get the same 503.
+            pause = FAILURE_PAUSE_SECONDS if self._failure_holds_names else None
+            raise _unavailable(self.name, self._failure_said, retry_after=pause) from None
         self._failed_at = None
         return answer
 
