@@ -920,6 +920,23 @@ def test_answers_are_remembered_for_a_while(nominatim, provider_server, monkeypa
     assert len(requests) == asked_before + 1
 
 
+def test_an_answer_older_than_a_day_still_answers_while_the_provider_does_not(nominatim, provider_server, hanging,
+                                                                              monkeypatch):
+    requests = provider_server["requests"]
+    locate(nominatim, "Paris, Texas")
+    asyncio.run(nominatim.describe(48.8584, 2.2946))
+    monkeypatch.setattr(online, "REMEMBERED_SECONDS", 0)  # every answer kept is now too old
+    hanging(True)
+    asked_before = len(requests)
+    assert locate(nominatim, "Paris, Texas").place.country_code == "US"  # asked again, no answer: the old one
+    assert len(requests) == asked_before + 1
+    assert locate(nominatim, "Paris, Texas").place.country_code == "US"  # not asked, the provider paused
+    town = asyncio.run(nominatim.describe(48.8584, 2.2946))
+    assert town.display_name == "Paris, Ile-de-France, France"
+    assert len(requests) == asked_before + 1
+    assert "gave no answer in time" in refusal(nominatim, "München").message  # never answered: the 503
+
+
 def test_photon_reverse_geocodes_the_town_for_display(photon):
     place = asyncio.run(photon.describe(48.8584, 2.2946))  # the street's town, not the street
     assert (place.display_name, place.country_code) == ("Paris, Île-de-France, France", "FR")

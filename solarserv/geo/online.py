@@ -372,19 +372,24 @@ class OnlineGeocoder:
         provider (``_ask``) and kept among the last REMEMBERED_ANSWERS, the least recently used dropped first.
         Questions for one key while its call is under way share that call, its answer or its failure: a new
         name asked by many clients at once (a link shared) would otherwise cost the provider as many calls, and
-        take as many of its turns."""
-        if key in answers:
-            answer, asked_at = answers[key]
-            if time.monotonic() - asked_at < REMEMBERED_SECONDS:
-                answers.move_to_end(key)
-                return answer
+        take as many of its turns. An answer kept longer is still given when asking again fails: the provider's
+        last word on the question beats a 503 while it is down."""
+        kept = answers.get(key)
+        if kept is not None and time.monotonic() - kept[1] < REMEMBERED_SECONDS:
+            answers.move_to_end(key)
+            return kept[0]
         asking = self._asking.get(key)
         if asking is None:
             asking = asyncio.ensure_future(self._ask_and_keep(answers, key, read, *args, may_wait=may_wait))
             self._asking[key] = asking
             asking.add_done_callback(lambda _: self._asking.pop(key))
-        # Shielded: a request given up on does not cancel the call the others wait for.
-        return await asyncio.shield(asking)
+        try:
+            # Shielded: a request given up on does not cancel the call the others wait for.
+            return await asyncio.shield(asking)
+        except ApiError:  # the provider failed or refused (503): its answer of before, if there is one
+            if kept is None:
+                raise
+            return kept[0]
 
     async def _ask_and_keep(self, answers: collections.OrderedDict[Key, tuple[Result, float]], key: Key,
                             read: Callable[..., Result], *args: Any, may_wait: bool) -> Result:
