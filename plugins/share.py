@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import Report
-from solarserv.timefmt import round_to_second
+from solarserv.timefmt import shown_true_solar
 
 
 @hookimpl
 def solarserv_share_text(report: Report) -> Narrative:
-    return Narrative("share.txt.j2", {"true_solar": round_to_second(report.true_solar)})
+    return Narrative("share.txt.j2", {"true_solar": shown_true_solar(report)})

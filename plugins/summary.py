@@ -6,12 +6,12 @@ from solarserv.formatting import adds_up_to_the_second
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import Report
 from solarserv.solar.events import above_standard_altitude
-from solarserv.timefmt import round_to_second
+from solarserv.timefmt import shown_true_solar
 
 
 @hookimpl
 def solarserv_summary(report: Report) -> Narrative:
-    true_solar = round_to_second(report.true_solar)
+    true_solar = shown_true_solar(report)
     return Narrative("summary.txt.j2", {
         "true_solar": true_solar,
         # -1 / 0 / +1: a sundial can read a time of the day before or after the civil date.

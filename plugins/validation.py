@@ -21,6 +21,7 @@ from solarserv.timefmt import (
     format_offset,
     round_to_second,
     seconds_since_midnight,
+    shown_true_solar,
 )
 
 NOON_SECONDS = 43200  # true solar time at solar noon
@@ -107,11 +108,11 @@ def total_matches_hour_angle(report: Report) -> Check:
 def true_solar_time_is_local_plus_total(report: Report) -> Check:
     # true_solar is local time + total by definition (Report.true_solar); what can go wrong is that sum
     # disagreeing with the Sun's hour angle. The comparison takes the exact reading; the text shows it
-    # rounded to the second, date included, as the JSON does (23:59:59.6 is 00:00:00 of the next day).
+    # as the JSON does, date included (23:59:59.6 is 00:00:00 of the next day).
     local = report.civil.local
     matches_sun = abs(math.remainder(seconds_since_midnight(report.true_solar) - report.sun.true_solar_seconds,
                                      SECONDS_PER_DAY)) < TRUE_SOLAR_TOLERANCE_SECONDS
-    shown = round_to_second(report.true_solar)
+    shown = shown_true_solar(report)
     other_day = f" on {long_date(shown.date())}" if shown.date() != local.date() else ""
     return Check(matches_sun,
                  f"true solar time {format_hms(shown)}{other_day} = local time {format_hms(local)} "

@@ -29,12 +29,12 @@ Python import the functions from here:
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Callable
 from typing import Any
 
-# The month names, offsets and rounding to the minute as solarserv.timefmt writes them.
-from solarserv.timefmt import MONTH_NAMES, format_offset, round_to_minute
+# The month names, offsets, and the rounding to the minute, the second and the tenth of a degree of a JSON
+# figure as solarserv.timefmt writes them.
+from solarserv.timefmt import MONTH_NAMES, format_offset, round_to_minute, rounded_figure, whole_seconds
 
 # How times, offsets and coordinates are written is shared with the result JSON (solarserv.timefmt);
 # the filter names are the ones templates use.
@@ -46,13 +46,6 @@ from solarserv.timefmt import format_longitude as longitude
 
 # Clockwise from north; the texts write them out, the reverse geocoder's "35 km NE of Lyon" abbreviates them.
 COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
-
-
-def whole_seconds(minutes: float) -> int:
-    """Minutes as the whole seconds ``signed_duration`` shows: the size rounded half up (as times are),
-    then the sign."""
-    seconds = math.floor(abs(minutes) * 60 + 0.5)
-    return -seconds if minutes < 0 else seconds
 
 
 def adds_up_to_the_second(total: float, *terms: float) -> bool:
@@ -93,8 +86,9 @@ def ahead_or_behind(minutes: float, reference: str) -> str:
 
 
 def degrees(value: float, digits: int = 1) -> str:
-    """An angle with its sign: "52.3°", "-12.4°"."""
-    return f"{value:.{digits}f}°"
+    """An angle with its sign, rounded from the JSON's figure: "52.3°", "-12.4°", "0.0°" for -0.04°."""
+    text = rounded_figure(value, digits)
+    return f"-{text}°" if value < 0 and text.strip("0.") else f"{text}°"
 
 
 def compass(azimuth: float) -> str:

@@ -10,17 +10,22 @@ from urllib.parse import urlencode
 from solarserv.models import Report, SolarEvents
 from solarserv.narration import Texts
 from solarserv.solar import curves
-from solarserv.timefmt import format_hms, format_offset, offset_to_minute, round_to_second
-
-MINUTES_DECIMALS = 4
-DEGREES_DECIMALS = 4
+from solarserv.timefmt import (
+    DEGREES_DECIMALS,
+    MINUTES_DECIMALS,
+    format_hms,
+    format_offset,
+    offset_to_minute,
+    round_to_second,
+    shown_true_solar,
+)
 
 
 def numbers_json(report: Report) -> dict[str, Any]:
     """The result's fields up to its texts. Read before the plugins see the report: one that forces its way
     past the frozen dataclasses (``object.__setattr__``) then changes no number of the answer."""
     civil, location = report.civil, report.location
-    true_solar = round_to_second(report.true_solar)
+    true_solar = shown_true_solar(report)
     return {
         "true_solar_time": format_hms(true_solar),
         "true_solar_date": true_solar.date().isoformat(),

@@ -5,6 +5,13 @@ filters (solarserv.formatting.FILTERS: ``hms``, ``hm``, ``clock``, ``offset``, `
 time or a point reads the same wherever it appears. Times round half up, and offsets by their size on
 either side of UTC: round() would send half a second to the even neighbour, and a clock reading should
 not depend on that.
+
+A figure the JSON gives and a text rounds further — a difference in minutes shown to the second, an angle to
+a tenth of a degree, an event's second to the minute — is rounded from the JSON's figure, not from the exact
+value, and by its size, half away from zero, as a reader (and the page, page.js) rounds the number shown: the
+JSON's -0.025 min reads "-2 s", its elevation 0.15° reads "0.2°". Rounded from the exact value, a value within
+3 ms of a half second (-1.4999 s, shown -0.025 min) read a second apart in the JSON and the texts. Rounding
+twice moves a figure by at most 3 ms (or 0.00005°, or half a second for an event) more than rounding once.
 """
 
 from __future__ import annotations
@@ -12,9 +19,12 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from solarserv.solar import SECONDS_PER_DAY
+
+if TYPE_CHECKING:
+    from solarserv.models import Report
 
 # English month names, independent of the process locale (strftime's %B and calendar.month_name are not).
 MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
@@ -31,6 +41,10 @@ _CLOCK_READINGS = (dt.datetime, dt.time)
 # Four decimals of a degree are at most 11 m on the ground, and in longitude 0.02 s of solar time:
 # finer than anything a sundial or a town's name can tell apart.
 COORDINATE_DECIMALS = 4
+# The result JSON's differences in minutes (to 6 ms) and its angles.
+MINUTES_DECIMALS = 4
+DEGREES_DECIMALS = 4
+_FIGURE_UNITS = 10**MINUTES_DECIMALS  # both have four decimals: a figure is a whole number of these
 
 
 def round_to_second(moment: dt.datetime) -> dt.datetime:
@@ -39,8 +53,45 @@ def round_to_second(moment: dt.datetime) -> dt.datetime:
 
 
 def round_to_minute(moment: dt.datetime) -> dt.datetime:
-    """The nearest whole minute, as format_hm shows it (23:59:30 becomes 00:00 of the next day)."""
-    return (moment + _HALF_MINUTE).replace(second=0, microsecond=0)
+    """The nearest whole minute of the nearest whole second, as format_hm shows it (23:59:29.5 becomes 00:00
+    of the next day)."""
+    return (round_to_second(moment) + _HALF_MINUTE).replace(second=0)
+
+
+def whole_seconds(minutes: float) -> int:
+    """A difference in minutes as whole seconds, rounded from the JSON's figure (-0.025 min: -2 s)."""
+    # The figure is n ten-thousandths of a minute, 3n/500 s: rounded half up by its size in whole numbers.
+    seconds = (_figure_units(abs(minutes)) * 3 + 250) // 500
+    return -seconds if minutes < 0 else seconds
+
+
+def shown_true_solar(report: Report) -> dt.datetime:
+    """The sundial's reading as the answer shows it: the clock's reading plus the total difference, each
+    to the second. Rounding the exact reading instead could put it a second from the clock's reading and the
+    difference the texts and the JSON show (12:00:00, -0.025 min, 11:59:59 for an exact -1.4999 s)."""
+    return round_to_second(report.civil.local) + dt.timedelta(seconds=whole_seconds(report.total_difference_minutes))
+
+
+def rounded_figure(value: float, digits: int) -> str:
+    """The size of the JSON's four-decimal figure of ``value`` (an angle, ``round(value, 4)``) rounded half up
+    to ``digits`` ≤ 4 decimals: 0.15 → "0.2", where "%.1f" gives "0.1" (0.15 is 0.1499… in binary)."""
+    step = 10 ** (DEGREES_DECIMALS - digits)
+    units = (_figure_units(abs(value)) + step // 2) // step
+    if not digits:
+        return str(units)
+    whole, decimals = divmod(units, 10**digits)
+    return f"{whole}.{decimals:0{digits}d}"
+
+
+def _figure_units(size: float) -> int:
+    """A non-negative number to four decimals as ``round(size, 4)`` (the JSON) gives it, in ten-thousandths."""
+    scaled = size * _FIGURE_UNITS
+    units = round(scaled)
+    # Only next to a tie could the product's own rounding decide otherwise than round(size, 4), which
+    # rounds the number itself; that is ten times slower, and an answer rounds some twenty figures.
+    if abs(scaled - units) > 0.4999:
+        units = round(round(size, MINUTES_DECIMALS) * _FIGURE_UNITS)
+    return units
 
 
 def format_hms(value: dt.datetime | dt.time | float) -> str:
@@ -59,8 +110,9 @@ def format_hms(value: dt.datetime | dt.time | float) -> str:
 
 
 def format_hm(value: dt.datetime | dt.time | float) -> str:
-    """HH:MM to the nearest minute, rounded once from the exact time (13:04:29.6 → "13:04")."""
-    minutes = math.floor(seconds_since_midnight(value) / 60 + 0.5) % 1440
+    """HH:MM to the nearest minute of the reading to the second that the JSON shows (13:04:29.6, shown
+    13:04:30, → "13:05")."""
+    minutes = (math.floor(seconds_since_midnight(value) + 0.5) + 30) // 60 % 1440
     return f"{_TWO_DIGITS[minutes // 60]}:{_TWO_DIGITS[minutes % 60]}"
 
 

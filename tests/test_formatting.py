@@ -4,9 +4,10 @@ result JSON and the texts' filters, so the two never disagree."""
 from __future__ import annotations
 
 import datetime as dt
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from solarserv import civil, formatting, timefmt
@@ -45,11 +46,49 @@ def test_hms_reads_the_clock_of_the_moment_rounded_to_the_second(moment):
 
 def test_hm_and_clock():
     assert format_hm(dt.time(13, 4, 31)) == "13:05"
-    assert format_hm(dt.time(13, 4, 29, 600_000)) == "13:04"  # rounded once, not via 13:04:30
+    assert format_hm(dt.time(13, 4, 29, 400_000)) == "13:04"
     assert format_hm(dt.datetime(2026, 7, 14, 23, 59, 30)) == "00:00"
     assert format_clock(dt.time(14, 30)) == "14:30"
     assert format_clock(dt.time(14, 30, 5)) == "14:30:05"
     assert format_clock(dt.time(14, 29, 59, 700_000)) == "14:30"
+
+
+@given(st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2050, 12, 31)))
+@example(dt.datetime(2026, 7, 14, 13, 4, 29, 600_000))
+@example(dt.datetime(2026, 7, 14, 23, 59, 29, 500_000))
+def test_a_minute_shown_is_the_minute_of_the_second_the_json_shows(moment):
+    # The JSON gives sunrise 13:04:30 for 13:04:29.6; the texts read "13:04", which no reader of the JSON
+    # rounds it to.
+    shown_second = round_to_second(moment)
+    assert format_hm(moment) == format_hm(shown_second) == (shown_second + dt.timedelta(seconds=30)).strftime("%H:%M")
+    assert formatting.shown_date(moment) == (shown_second + dt.timedelta(seconds=30)).date()
+
+
+def _rounded_by_size(figure: Decimal, step: str) -> Decimal:
+    """A figure as a reader rounds it: by its size, half up, then the sign; never -0."""
+    size = abs(figure).quantize(Decimal(step), ROUND_HALF_UP)
+    return -size if figure < 0 and size else size
+
+
+def _json_figure(value: float) -> Decimal:
+    """The number the JSON writes, exactly as written: four decimals (round, then repr)."""
+    return Decimal(repr(round(value, timefmt.MINUTES_DECIMALS)))
+
+
+@given(st.floats(min_value=-1500, max_value=1500))
+@example(0.02499996)  # written 0.025 min, 1.5 s: it read "1 s", where the JSON's reader reads 2 s
+@example(-0.02499996)
+@example(-0.0250003)  # written -0.025 as well
+def test_a_duration_is_the_jsons_figure_to_the_second(minutes):
+    assert formatting.whole_seconds(minutes) == _rounded_by_size(_json_figure(minutes) * 60, "1")
+
+
+@given(st.floats(min_value=-90, max_value=360))
+@example(0.14999999)  # written 0.15: it read "0.1°", as "%.1f" rounds the binary 0.1499…
+@example(62.04999)  # written 62.05: it read "62.0°"
+@example(-0.04)  # "0.0°", never "-0.0°"
+def test_an_angle_is_the_jsons_figure_to_a_tenth_of_a_degree(value):
+    assert formatting.degrees(value) == f"{_rounded_by_size(_json_figure(value), '0.1')}°"
 
 
 def hms_offset(hours: int, minutes: int, seconds: int, sign: int = 1) -> dt.timedelta:

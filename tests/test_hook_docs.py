@@ -15,7 +15,7 @@ from reports import report_at
 from solarserv import config, hookspecs
 from solarserv.narration import Narrator
 from solarserv.plugin_manager import BUILTIN_PLUGINS
-from solarserv.timefmt import format_hms, round_to_second
+from solarserv.timefmt import format_hms, shown_true_solar
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE = re.compile(r"<!-- example-plugin: (?P<name>[\w.]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL)
@@ -92,7 +92,7 @@ def test_the_readme_example_of_a_block_taken_over_runs_with_its_template(tmp_pat
     narrator = Narrator.build(settings(PLUGINS_DIR=str(tmp_path)))
     assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins.listing()}
     report = report_at("Paris", "2026-07-14", "14:30")
-    reading = format_hms(round_to_second(report.true_solar))
+    reading = format_hms(shown_true_solar(report))
     assert narrator.narrate(report).summary == \
         f"A sundial at {report.location.display_name} reads {reading} when clocks show 14:30."
 

@@ -18,7 +18,7 @@ from solarserv.narration import Narrator, Texts
 from solarserv.plugins import validation
 from solarserv.result import numbers_json, result_json
 from solarserv.timefmt import format_offset as offset
-from solarserv.timefmt import round_to_second
+from solarserv.timefmt import round_to_second, shown_true_solar
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def narrate(narrator: Narrator, place: str, date: str, time: str, **changes) -> 
 
 
 def true_solar_text(report) -> str:
-    return hms(round_to_second(report.true_solar))
+    return hms(shown_true_solar(report))
 
 
 def report_in(zone: str, latitude: float, longitude: float, date: str, time: str, display_name: str):
@@ -637,6 +637,35 @@ def test_differences_under_half_a_second_are_told_as_none(narrator):
     assert "All together a sundial here reads 1 s behind the clocks: on this date" in lagging.solar_context
 
 
+def test_a_difference_on_a_half_second_of_the_json_reads_alike_in_the_json_and_every_text(narrator):
+    # -1.4999976 s, written -0.025 min in the JSON: 1.5 s, which its reader (and the page) rounds to 2 s. The
+    # texts rounded the exact value: "1 s behind", and a reading of 11:59:59 that the JSON gave too.
+    report = report_at("UTC", "2026-07-14", "12:00")
+    for minutes, reading, difference in ((-0.02499996, "11:59:58", "-2 s"), (0.02499996, "12:00:02", "+2 s")):
+        on_half = dataclasses.replace(report, sun=dataclasses.replace(report.sun, equation_of_time_minutes=minutes))
+        numbers, texts = numbers_json(on_half), narrator.narrate(on_half)
+        assert numbers["calculation"]["total_difference_minutes"] == numbers["calculation"][
+            "equation_of_time_minutes"] == round(minutes, 4) == float(difference[0] + "0.025")
+        assert numbers["true_solar_time"] == reading
+        assert f"a sundial reads {reading} — 2 s {'behind' if minutes < 0 else 'ahead of'} the clock." in texts.summary
+        assert f"The difference is the equation of time ({difference});" in texts.summary
+        assert f"The equation of time at 12:00 on 14 July 2026 is {difference}." in texts.solar_context
+        assert f"\n✓ equation of time {difference} is within" in texts.validation
+        assert f"true solar time {reading} = local time 12:00:00 {difference}, " in texts.validation
+        assert texts.share_text.endswith(f": {reading}.")
+
+
+def test_an_angle_on_a_half_tenth_of_the_json_reads_alike_in_the_json_and_every_text(narrator):
+    # Written 0.15° and 196.75° in the JSON; "%.1f" of the binary values read 0.1° and 196.7°.
+    report = report_at("UTC", "2026-07-14", "12:00")
+    sun = dataclasses.replace(report.sun, elevation=0.14999999, azimuth=196.74999)
+    numbers, texts = numbers_json(dataclasses.replace(report, sun=sun)), narrator.narrate(
+        dataclasses.replace(report, sun=sun))
+    assert numbers["solar_position"] == {"azimuth": 196.75, "elevation": 0.15}
+    assert "The Sun stands 0.2° above the horizon in the south (azimuth 196.8°)." in texts.summary
+    assert "Sun's elevation 0.2° fits" in texts.validation
+
+
 # --- share ---------------------------------------------------------------------------------------------
 
 def test_share_text_is_one_sentence(narrator):
@@ -719,7 +748,7 @@ def test_clock_filters_round_to_the_nearest_second_across_midnight():
     last_half_second = dt.datetime(2026, 7, 14, 23, 59, 59, 500_000)
     assert round_to_second(last_half_second) == dt.datetime(2026, 7, 15)
     assert formatting.hm(dt.time(13, 4, 31)) == "13:05"
-    assert formatting.hm(dt.time(13, 4, 29, 600_000)) == "13:04"  # rounded once, not via 13:04:30
+    assert formatting.hm(dt.time(13, 4, 29, 600_000)) == "13:05"  # via 13:04:30, as the JSON shows it
     assert formatting.clock(dt.time(14, 30)) == "14:30"
     assert formatting.clock(dt.time(14, 30, 5)) == "14:30:05"
 

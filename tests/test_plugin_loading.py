@@ -28,7 +28,7 @@ from solarserv.models import SolarQuery
 from solarserv.narration import Narrator, TemplateLoadError
 from solarserv.pipeline import Pipeline
 from solarserv.plugin_manager import BUILTIN_PLUGINS, PluginConflict
-from solarserv.timefmt import round_to_second
+from solarserv.timefmt import shown_true_solar
 
 EXTRA_CHECK = '''
 from solarserv.hookspecs import Check, hookimpl
@@ -471,11 +471,11 @@ def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_p
         from pathlib import Path
 
         from solarserv.hookspecs import Narrative, hookimpl
-        from solarserv.timefmt import round_to_second
+        from solarserv.timefmt import shown_true_solar
 
         @hookimpl
         def solarserv_summary(report):
-            return Narrative("short_summary.txt.j2", {{"true_solar": round_to_second(report.true_solar)}})
+            return Narrative("short_summary.txt.j2", {{"true_solar": shown_true_solar(report)}})
 
         @hookimpl
         def solarserv_template_dirs():
@@ -483,7 +483,7 @@ def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_p
     ''')
     narrator = build(PLUGINS_DIR=str(tmp_path / "plugins"))
     texts = narrator.narrate(report)
-    assert texts.summary == f"Sundial {hms(round_to_second(report.true_solar))}."
+    assert texts.summary == f"Sundial {hms(shown_true_solar(report))}."
     assert (texts.solar_context, texts.validation) == (builtin_texts.solar_context, builtin_texts.validation)
     assert "solarserv.plugins.summary" not in {plugin["name"] for plugin in narrator.plugins.listing()}
     # Each built-in writes one block and nothing else, so setting one aside loses nothing more.
@@ -509,7 +509,7 @@ def test_two_third_party_plugins_claiming_one_block_stop_start_up_naming_them(tm
 def test_a_template_in_narratives_dir_overrides_the_built_in(tmp_path, report, builtin_texts):
     write(tmp_path, "share.txt.j2", "Sundial: {{ true_solar|hms }} ({{ report.civil.zone }})\n")
     texts = build(NARRATIVES_DIR=str(tmp_path)).narrate(report)
-    assert texts.share_text == f"Sundial: {hms(round_to_second(report.true_solar))} (Europe/Paris)"
+    assert texts.share_text == f"Sundial: {hms(shown_true_solar(report))} (Europe/Paris)"
     assert texts.summary == builtin_texts.summary
 
 
