@@ -23,13 +23,14 @@ Python import the functions from here:
     {{ report.sun.elevation|degrees }}                      52.3°
     {{ report.sun.azimuth|compass }}                        south-east
     {{ report.query.date|long_date }}                       14 July 2026
+    {{ history.summer_time|year_spans }}                    in 1918 and 1919, and every year from 1942 to 1945
     {% filter paragraph %} … {% endfilter %}               lines joined into one paragraph
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 # The month names, offsets, and the rounding to the minute, the second and the tenth of a degree of a JSON
@@ -123,6 +124,35 @@ def hm_on(instant: dt.datetime, day: dt.date) -> str:
     return hm(instant) if shown_day == day else f"{hm(instant)} on {long_date(shown_day)}"
 
 
+def year_spans(runs: Sequence[Any]) -> str:
+    """Runs of consecutive years (each with ``first_year`` and ``last_year``) as they read: "in 1918", "in 1918
+    and 1919", "every year from 1916 to 1945". A run of one or two years is named by its years, next to its
+    neighbours of one or two ("in 1916, 1918 and 1919"); only the first longer run says "every year"
+    ("every year from 1916 to 1919, in 1922 and from 1940 to 1945")."""
+    phrases: list[str] = []
+    years: list[str] = []
+    for run in runs:
+        if run.last_year - run.first_year < 2:
+            years.extend(str(year) for year in range(run.first_year, run.last_year + 1))
+            continue
+        if years:
+            phrases.append("in " + _and_joined(years))
+            years = []
+        every = "" if any(phrase.startswith(("every", "from")) for phrase in phrases) else "every year "
+        phrases.append(f"{every}from {run.first_year} to {run.last_year}")
+    if years:
+        phrases.append("in " + _and_joined(years))
+    # A comma before the last "and" once a phrase has an "and" of its own: "in 1916 and 1918, and from …".
+    return _and_joined(phrases, serial=any(" and " in phrase for phrase in phrases))
+
+
+def _and_joined(items: Sequence[str], *, serial: bool = False) -> str:
+    """"a", "a and b", "a, b and c" (with ``serial``, "a, and b" and "a, b, and c")."""
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + (", and " if serial else " and ") + items[-1]
+
+
 def paragraph(text: str) -> str:
     """Join a template's lines into one paragraph: templates stay readable, the text flows."""
     return " ".join(text.split())
@@ -145,5 +175,6 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "compass": compass,
     "long_date": long_date,
     "paragraph": paragraph,
+    "year_spans": year_spans,
     "zone_abbreviation": zone_abbreviation,
 }

@@ -300,10 +300,39 @@ def test_historical_context_paris(narrator):
     assert texts.historical_context_found
     assert "first kept local mean time, UTC+00:09:21, until standard time was adopted on 11 March 1911: " \
            "UTC+00:00 (WET)." in history
-    assert "every year from 1916 to 1945 (30 years)" in history
-    assert "every year since 1976 (still observed" in history
+    assert ("Summer time was observed every year from 1916 to 1945. It has been observed again every year since "
+            f"1976 ({int(TZDATA_VERSION[:4]) - 1975} years up to {TZDATA_VERSION[:4]}).") in history
     assert ("On 14 July 2026 the clocks showed summer time (CEST), UTC+02:00: standard time UTC+01:00 "
             "plus 1 h.") in history
+
+
+@pytest.mark.parametrize(("runs", "text"), [
+    ([(1918, 1918)], "in 1918"),
+    ([(1918, 1919)], "in 1918 and 1919"),  # it read "every year from 1918 to 1919 (2 years)"
+    ([(1918, 1945)], "every year from 1918 to 1945"),
+    ([(1916, 1916), (1918, 1919)], "in 1916, 1918 and 1919"),
+    ([(1918, 1919), (1942, 1945)], "in 1918 and 1919, and every year from 1942 to 1945"),
+    ([(1917, 1919), (1921, 1921), (1981, 2010)], "every year from 1917 to 1919, in 1921 and from 1981 to 2010"),
+    ([(1977, 1980), (1991, 2005), (2008, 2022)],
+     "every year from 1977 to 1980, from 1991 to 2005 and from 2008 to 2022"),
+])
+def test_summer_time_years_read_as_people_write_them(runs, text):
+    assert formatting.year_spans([SummerTimeRun(first, last, False) for first, last in runs]) == text
+
+
+@pytest.mark.parametrize(("zone", "summer_time", "text"), [
+    ("America/Chicago", ((1918, 1919, False), (1942, 1945, False), (1948, 2026, True)),
+     "Summer time was observed in 1918 and 1919, and every year from 1942 to 1945. It has been observed again "
+     "every year since 1948 (79 years up to 2026)."),
+    ("America/Chicago", ((1918, 2026, True),),
+     "Summer time has been observed every year since 1918 (109 years up to 2026)."),
+    ("America/Chicago", ((1918, 1918, False), (2026, 2026, True)),
+     "Summer time was observed in 1918. It has been observed again since 2026."),  # it read "(still observed: 1 years"
+])
+def test_the_zone_record_tells_summer_time_past_and_still_observed(narrator, zone, summer_time, text):
+    history = dataclasses.replace(zone_history(zone), summer_time=tuple(SummerTimeRun(*run) for run in summer_time))
+    record = narrator.templates.get_template("zone_record.txt.j2").render(history=history)
+    assert record.endswith(text)
 
 
 def test_historical_context_on_a_local_mean_time_date(narrator):
