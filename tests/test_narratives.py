@@ -186,7 +186,7 @@ def test_solar_context_kashgar_and_kiritimati_meridians(narrator):
     assert "lies 44.01° west of its zone's standard meridian 120°E" in kashgar.solar_context
     kiritimati, report = narrate(narrator, "Kiritimati", "2026-03-20", "00:10")
     assert report.longitude_correction_minutes == pytest.approx(-29.6)
-    assert "lies 7.4° west of its zone's standard meridian 150°W (UTC+14:00" in kiritimati.solar_context
+    assert "lies 7.40° west of its zone's standard meridian 150°W (UTC+14:00" in kiritimati.solar_context
 
 
 
@@ -693,6 +693,14 @@ def test_an_angle_on_a_half_tenth_of_the_json_reads_alike_in_the_json_and_every_
     assert numbers["solar_position"] == {"azimuth": 196.75, "elevation": 0.15}
     assert "The Sun stands 0.2° above the horizon in the south (azimuth 196.8°)." in texts.summary
     assert "Sun's elevation 0.2° fits" in texts.validation
+
+
+def test_the_meridian_distance_reads_alike_in_the_solar_context_and_the_validation(narrator):
+    # The validation shows 12.6450°; the solar context rounded the exact 12.64499 itself, to 12.64°.
+    report = report_at("Paris", "2026-07-14", "14:30")
+    texts = narrator.narrate(dataclasses.replace(report, meridian_distance_degrees=-12.64499))
+    assert "× 12.6450° west of the standard meridian 15°E" in texts.validation
+    assert "lies 12.65° west of its zone's standard meridian 15°E" in texts.solar_context
 
 
 # --- share ---------------------------------------------------------------------------------------------
