@@ -89,7 +89,7 @@ def ahead_or_behind(minutes: float, reference: str) -> str:
 def degrees(value: float, digits: int = 1) -> str:
     """An angle with its sign, rounded from the JSON's figure: "52.3°", "-12.4°", "0.0°" for -0.04°."""
     text = rounded_figure(value, digits)
-    return f"-{text}°" if value < 0 and text.strip("0.") else f"{text}°"
+    return f"-{text}°" if value < 0 and text.strip("0.") else text + "°"
 
 
 def compass(azimuth: float) -> str:

@@ -32,7 +32,6 @@ MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "
 _ZERO = dt.timedelta(0)
 # Built once: rounding runs about ten times an answer, and building a timedelta costs as much as the sum.
 _HALF_SECOND = dt.timedelta(microseconds=500_000)
-_HALF_MINUTE = dt.timedelta(seconds=30)
 # "00" to "59", looked up rather than formatted: a clock reading's three "{:02d}" cost four times as much,
 # and an answer writes about fifteen readings.
 _TWO_DIGITS = tuple(f"{number:02d}" for number in range(60))
@@ -45,6 +44,12 @@ COORDINATE_DECIMALS = 4
 MINUTES_DECIMALS = 4
 DEGREES_DECIMALS = 4
 _FIGURE_UNITS = 10**MINUTES_DECIMALS  # both have four decimals: a figure is a whole number of these
+_POWERS_OF_TEN = tuple(10**exponent for exponent in range(DEGREES_DECIMALS + 1))
+_ONE_MINUTE = dt.timedelta(minutes=1)
+# How near a tie a value must be for its four-decimal figure to round otherwise: 3 ms of a second (0.00005 min,
+# with a margin for the float product), and 0.00005 of a unit of the last decimal shown, in that unit.
+_NEAR_HALF_SECOND = 0.5 - 0.0032
+_TIE_REACH = tuple(0.00005 * 10**digits + 1e-9 for digits in range(DEGREES_DECIMALS))
 
 
 def round_to_second(moment: dt.datetime) -> dt.datetime:
@@ -55,13 +60,20 @@ def round_to_second(moment: dt.datetime) -> dt.datetime:
 def round_to_minute(moment: dt.datetime) -> dt.datetime:
     """The nearest whole minute of the nearest whole second, as format_hm shows it (23:59:29.5 becomes 00:00
     of the next day)."""
-    return (round_to_second(moment) + _HALF_MINUTE).replace(second=0)
+    # The second rounded (59.5 s is 60) reaches the half minute or not: one replace, at most one sum, as
+    # this runs about six times an answer.
+    minute = moment.replace(second=0, microsecond=0)
+    return minute + _ONE_MINUTE if moment.second + (moment.microsecond >= 500_000) >= 30 else minute
 
 
 def whole_seconds(minutes: float) -> int:
     """A difference in minutes as whole seconds, rounded from the JSON's figure (-0.025 min: -2 s)."""
-    # The figure is n ten-thousandths of a minute, 3n/500 s: rounded half up by its size in whole numbers.
-    seconds = (_figure_units(abs(minutes)) * 3 + 250) // 500
+    exact = abs(minutes) * 60
+    seconds = int(exact + 0.5)
+    # The figure is at most 3 ms from the exact value, so only within 3 ms of a half second can it round
+    # otherwise; there it is n ten-thousandths of a minute, 3n/500 s, rounded half up in whole numbers.
+    if abs(exact - seconds) > _NEAR_HALF_SECOND:
+        seconds = (_figure_units(abs(minutes)) * 3 + 250) // 500
     return -seconds if minutes < 0 else seconds
 
 
@@ -69,24 +81,29 @@ def shown_true_solar(report: Report) -> dt.datetime:
     """The sundial's reading as the answer shows it: the clock's reading plus the total difference, each
     to the second. Rounding the exact reading instead could put it a second from the clock's reading and the
     difference the texts and the JSON show (12:00:00, -0.025 min, 11:59:59 for an exact -1.4999 s)."""
-    return round_to_second(report.civil.local) + dt.timedelta(seconds=whole_seconds(report.total_difference_minutes))
+    reading = report.civil.local + dt.timedelta(seconds=whole_seconds(report.total_difference_minutes))
+    return round_to_second(reading) if reading.microsecond else reading  # a clock reading has whole seconds
 
 
 def rounded_figure(value: float, digits: int) -> str:
     """The size of the JSON's four-decimal figure of ``value`` (an angle, ``round(value, 4)``) rounded half up
     to ``digits`` ≤ 4 decimals: 0.15 → "0.2", where "%.1f" gives "0.1" (0.15 is 0.1499… in binary)."""
-    step = 10 ** (DEGREES_DECIMALS - digits)
-    units = (_figure_units(abs(value)) + step // 2) // step
-    if not digits:
-        return str(units)
-    whole, decimals = divmod(units, 10**digits)
-    return f"{whole}.{decimals:0{digits}d}"
+    size = abs(value)
+    if digits < DEGREES_DECIMALS:
+        # Away from a tie "%f" rounds as the figure does (it is 0.00005 at most from the value); at one, the
+        # figure decides, in whole numbers.
+        scaled = size * _POWERS_OF_TEN[digits]
+        if abs(scaled - int(scaled) - 0.5) < _TIE_REACH[digits]:
+            step = _POWERS_OF_TEN[DEGREES_DECIMALS - digits]
+            whole, decimals = divmod((_figure_units(size) + step // 2) // step, _POWERS_OF_TEN[digits])
+            return f"{whole}.{str(decimals).zfill(digits)}" if digits else str(whole)
+    return f"{size:.{digits}f}"
 
 
 def _figure_units(size: float) -> int:
     """A non-negative number to four decimals as ``round(size, 4)`` (the JSON) gives it, in ten-thousandths."""
     scaled = size * _FIGURE_UNITS
-    units = round(scaled)
+    units = int(scaled + 0.5)
     # Only next to a tie could the product's own rounding decide otherwise than round(size, 4), which
     # rounds the number itself; that is ten times slower, and an answer rounds some twenty figures.
     if abs(scaled - units) > 0.4999:
