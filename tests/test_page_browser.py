@@ -28,6 +28,7 @@ from servers import serving_in_thread
 from solarserv.formatting import duration
 from solarserv.pipeline import Pipeline
 from solarserv.ratelimit import RateLimiter
+from solarserv.timefmt import rounded_figure
 from solarserv.web.app import Services
 
 pytestmark = pytest.mark.browser
@@ -266,7 +267,10 @@ def test_without_javascript_the_page_says_it_needs_it_and_where_the_api_is(brows
 
 
 # Minutes whose parts are zero in every place: before, between and after the others, and all of them.
-DURATIONS = [60 + 5 / 60, 120.5, -(3600 + 1 / 60), 1.0, -3.0, 3.2, 0.75, -172.3, 0.004, -0.004, 0.0]
+DURATIONS = [60 + 5 / 60, 120.5, -(3600 + 1 / 60), 1.0, -3.0, 3.2, 0.75, -172.3, 0.004, -0.004, 0.0,
+             1.025, -1.025, 0.025, 0.0083]  # the JSON's figures on a half second: 61.5, 1.5 and 0.498 s
+# Angles as the JSON gives them, ties of the tenth among them (0.15 is 0.1499… in binary).
+ANGLES = [0.15, -0.15, 0.25, 12.645, 12.6449, 0.05, -0.04, 359.95, 359.9499, 180.0, 0.0]
 
 
 def test_the_pages_durations_show_the_parts_the_texts_show(visit):
@@ -277,6 +281,15 @@ def test_the_pages_durations_show_the_parts_the_texts_show(visit):
     # Its own figures keep a typographic minus and a zero that takes no side (README "The calculator page").
     signed = page.evaluate("(values) => values.map(signedDuration)", [-(60 + 5 / 60), 3.0, 0.004, -0.004])
     assert signed == ["\u22121 h 5 s", "+3 min", "\u00b10 s", "\u00b10 s"]
+    visit.assert_clean()
+
+
+def test_the_pages_angles_round_the_jsons_figure_as_the_texts_do(visit):
+    page = visit.page
+    page.goto(visit.base_url + "/")
+    shown = page.evaluate("(values) => values.map((value) => roundedFigure(value, 1))", ANGLES)
+    assert shown == [rounded_figure(value, 1) for value in ANGLES]
+    assert shown[:3] == ["0.2", "0.2", "0.3"]
     visit.assert_clean()
 
 

@@ -336,8 +336,8 @@ function showResult(result) {
   byId("total-value").textContent = signedDuration(total);
   byId("total-note").textContent = `${result.local_time} ${total < 0 ? MINUS : "+"} ${duration(total)} = ${result.true_solar_time}`;
 
-  byId("azimuth-value").textContent = `${sun.azimuth.toFixed(1)}° (${compassPoint(sun.azimuth)})`;
-  byId("elevation-value").textContent = `${sun.elevation.toFixed(1).replace("-", MINUS)}°${sun.elevation < 0 ? " (below the horizon)" : ""}`;
+  byId("azimuth-value").textContent = `${roundedFigure(sun.azimuth, 1)}° (${compassPoint(sun.azimuth)})`;
+  byId("elevation-value").textContent = `${sun.elevation < 0 ? MINUS : ""}${roundedFigure(sun.elevation, 1)}°${sun.elevation < 0 ? " (below the horizon)" : ""}`;
   drawCompass(byId("compass"), sun.azimuth, sun.elevation);
   drawAltitude(byId("altitude"), sun.elevation);
   showEvents(result.solar_events, result.date);
@@ -403,7 +403,7 @@ function drawCompass(svg, azimuth, elevation) {
     svgElement("line", { class: "pointer", x1: 0, y1: 0, x2: sunX, y2: sunY }),
     svgElement("circle", { class: elevation >= 0 ? "sun" : "sun below", cx: sunX, cy: sunY, r: 7 }),
   ];
-  replacePicture(svg, `The Sun is in the ${compassPoint(azimuth)}, azimuth ${azimuth.toFixed(1)}° clockwise from north`, parts);
+  replacePicture(svg, `The Sun is in the ${compassPoint(azimuth)}, azimuth ${roundedFigure(azimuth, 1)}° clockwise from north`, parts);
 }
 
 /** Side view: the horizon, the zenith straight up, and the Sun on its arc at its elevation. */
@@ -422,7 +422,7 @@ function drawAltitude(svg, elevation) {
     svgElement("circle", { class: elevation >= 0 ? "sun" : "sun below", cx: sunX, cy: sunY, r: 7 }),
   ];
   const where = elevation >= 0 ? "above" : "below";
-  replacePicture(svg, `The Sun is ${Math.abs(elevation).toFixed(1)}° ${where} the horizon`, parts);
+  replacePicture(svg, `The Sun is ${roundedFigure(elevation, 1)}° ${where} the horizon`, parts);
 }
 
 /** The year's equation of time from the API, with this result's instant marked on it. */
@@ -516,7 +516,7 @@ function decorated(node, attributes, text) {
 /** "1 h 1 min 56 s", "1 h 5 s", "0 s": the size of a number of minutes, to the second, without its sign,
  *  its zero parts left out as the API's texts write it (duration in solarserv/formatting.py). */
 function duration(minutes) {
-  const total = Math.round(Math.abs(minutes) * 60);
+  const total = wholeSeconds(minutes);
   const parts = [[Math.floor(total / 3600), "h"], [Math.floor((total % 3600) / 60), "min"], [total % 60, "s"]];
   const shown = parts.filter(([value]) => value).map(([value, unit]) => `${value} ${unit}`);
   return shown.length ? shown.join(" ") : "0 s";
@@ -524,8 +524,29 @@ function duration(minutes) {
 
 /** "−1 h 1 min 56 s", "+3 min 2 s", "±0 s": with a real minus sign. */
 function signedDuration(minutes) {
-  const sign = Math.round(Math.abs(minutes) * 60) === 0 ? "±" : minutes < 0 ? MINUS : "+";
+  const sign = wholeSeconds(minutes) === 0 ? "±" : minutes < 0 ? MINUS : "+";
   return `${sign}${duration(minutes)}`;
+}
+
+/** The API's figures have four decimals, and the page rounds them further as the texts do (solarserv/timefmt.py):
+ *  the figure's size, half up, in whole ten-thousandths, so that a tie rounds as a reader rounds the number
+ *  shown. Math.round(minutes * 60) and toFixed round the binary value: 1.025 min times 60 is 61.4999… s,
+ *  and 0.15° is 0.1499…° (toFixed(1) gives "0.1"). */
+function figureUnits(value) {
+  return Math.round(Math.abs(value) * 10000);
+}
+
+/** The size of a number of minutes in whole seconds: n ten-thousandths of a minute are 3n/500 s. */
+function wholeSeconds(minutes) {
+  return Math.floor((figureUnits(minutes) * 3 + 250) / 500);
+}
+
+/** The size of an angle to `digits` (at most 4) decimals: "0.2" for 0.15. */
+function roundedFigure(degrees, digits) {
+  const step = 10 ** (4 - digits);
+  const units = Math.floor((figureUnits(degrees) + step / 2) / step);
+  const scale = 10 ** digits;
+  return digits ? `${Math.floor(units / scale)}.${String(units % scale).padStart(digits, "0")}` : String(units);
 }
 
 /** As the API writes a point (solarserv/timefmt.py): up to 4 decimals without trailing zeros, "48.85°N". */
