@@ -349,7 +349,7 @@ async def test_the_access_log_names_the_client_the_limits_count(api, caplog, ove
     assert caplog.records[-1].getMessage().startswith(f"429 GET {PARIS_GET} ({client}) ")
 
 
-async def test_access_lines_are_info_below_400_warning_for_a_4xx_and_error_for_a_5xx(api, keys, monkeypatch, caplog):
+async def test_access_lines_are_info_below_500_and_error_for_a_5xx(api, keys, monkeypatch, caplog):
     caplog.set_level(logging.INFO, logger="tornado.access")
     await api(PARIS_GET)
     await api("/api/v1/solar-time?date=2026-07-14")  # 400: no local_time
@@ -361,7 +361,20 @@ async def test_access_lines_are_info_below_400_warning_for_a_4xx_and_error_for_a
     await api(PARIS_GET, headers={"X-API-Key": UNKNOWN_KEY})  # 503
     lines = [(record.getMessage().split()[0], record.levelname) for record in caplog.records
              if record.name == "tornado.access"]
-    assert lines == [("200", "INFO"), ("400", "WARNING"), ("503", "ERROR")]
+    assert lines == [("200", "INFO"), ("400", "INFO"), ("503", "ERROR")]
+
+
+async def test_a_client_sending_bad_requests_and_on_past_its_limit_writes_no_warning(api, caplog):
+    # A warning line for each of them was one client's megabytes of warnings a minute.
+    caplog.set_level(logging.INFO)
+    replies = [await api("/console", method="POST", body="label=x"),  # no session, no form token
+               await api("/api/v1/solar-time?date=2026-07-14"),  # no local_time
+               await api("/api/v1/nothing-here"),
+               await api(PARIS_GET, method="DELETE"),
+               *[await api(PARIS_GET) for _ in range(5)]]  # past ANON_RPM
+    assert [reply.status for reply in replies] == [403, 400, 404, 405, *[429] * 5]
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
+    assert len([record for record in caplog.records if record.name == "tornado.access"]) == len(replies)
 
 
 @pytest.mark.parametrize("path", ["/CONSOLE/login?s3cret", "/nope?TOKEN=s3cret"])

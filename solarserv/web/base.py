@@ -140,7 +140,9 @@ class BaseHandler(tornado.web.RequestHandler):
             log.warning("%s → 503: %s", request_summary(self), value)
         elif isinstance(value, tornado.web.HTTPError):
             if value.get_message():
-                log.warning("%s → %d: %s", request_summary(self), value.status_code, escaped(value.get_message()))
+                # A 4xx (no console session, a form without its XSRF token) is the client's doing, as an ApiError is.
+                log.log(logging.INFO if value.status_code < 500 else logging.WARNING, "%s → %d: %s",
+                        request_summary(self), value.status_code, escaped(value.get_message()))
         else:
             log.error("Uncaught exception %s", request_summary(self), exc_info=(typ, value, tb))
 

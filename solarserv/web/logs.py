@@ -25,9 +25,11 @@ _SECRET_PARAMETERS = frozenset({"token", "api_key", "apikey", "x_api_key", "key"
 
 def log_request(handler: tornado.web.RequestHandler) -> None:
     """The access-log line of every answer (the application's log_function), naming the request as every line
-    does (request_summary)."""
+    does (request_summary). A 4xx is INFO like a 2xx: the client's doing, answered as meant, nothing for the
+    operator to mend; at WARNING (Tornado's level) one client sending bad requests, or sending on past its rate
+    limit, wrote a warning line for each of them, megabytes a minute. A 5xx is ERROR."""
     status = handler.get_status()
-    level = logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    level = logging.INFO if status < 500 else logging.ERROR
     access_log.log(level, "%d %s %.2fms", status, request_summary(handler), 1000.0 * handler.request.request_time())
 
 
