@@ -377,6 +377,17 @@ async def test_a_client_sending_bad_requests_and_on_past_its_limit_writes_no_war
     assert len([record for record in caplog.records if record.name == "tornado.access"]) == len(replies)
 
 
+async def test_a_request_refused_for_its_rate_limit_is_logged_in_its_access_line_alone(api, caplog):
+    caplog.set_level(logging.INFO)
+    for _ in range(ANON_RPM):
+        await api(PARIS_GET)
+    caplog.clear()
+    replies = [await api(PARIS_GET) for _ in range(5)]
+    assert [reply.status for reply in replies] == [429] * 5
+    lines = [(record.name, record.getMessage().split()[0]) for record in caplog.records]
+    assert lines == [("tornado.access", "429")] * 5
+
+
 @pytest.mark.parametrize("path", ["/CONSOLE/login?s3cret", "/nope?TOKEN=s3cret"])
 async def test_a_token_in_a_mistyped_console_url_stays_out_of_the_access_line(api, caplog, path):
     caplog.set_level(logging.INFO, logger="tornado.access")

@@ -132,9 +132,11 @@ class BaseHandler(tornado.web.RequestHandler):
         the request as the access log does (request_summary), and keep the traceback."""
         if isinstance(value, ApiError):
             # An answer the client is meant to get, not a fault: one line, no traceback. The message may quote what
-            # the client sent (a 415 its Content-Encoding, a key sent as a place name).
-            log.info("%s → %d %s: %s", request_summary(self), value.status, value.code,
-                     escaped(without_keys(value.message)))
+            # the client sent (a 415 its Content-Encoding, a key sent as a place name). A 429's access line says all
+            # there is: a client sending on past its limit wrote this line too, at each request, 390 bytes of log each.
+            if value.status != 429:
+                log.info("%s → %d %s: %s", request_summary(self), value.status, value.code,
+                         escaped(without_keys(value.message)))
         elif isinstance(value, KeyStoreBusy):
             # Answered 503 "try again" (the console's write_error): another process's doing, not a fault.
             log.warning("%s → 503: %s", request_summary(self), value)
