@@ -188,6 +188,27 @@ def test_a_country_named_in_another_language_narrows_as_its_english_name_does(ge
     assert locate(geocoder, typed).place.display_name == display_name
 
 
+@pytest.mark.parametrize(("typed", "display_name"), [
+    ("Paris/France", "Paris, Île-de-France, France"),
+    ("Paris;France", "Paris, Île-de-France, France"),
+    ("Paris/TX", "Paris, Texas, United States"),
+    ("Springfield/IL/US", "Springfield, Illinois, United States"),
+    ("Springfield; IL, US", "Springfield, Illinois, United States"),
+    # Names holding "/" themselves are matched whole, and one whose part after it names no region is not split.
+    ("Biel/Bienne", "Biel/Bienne, Berne, Switzerland"),
+    ("Donostia/San Sebastián", "Donostia / San Sebastián, País Vasco, Spain"),
+    ("Vitoria/Gasteiz", "Gasteiz / Vitoria, País Vasco, Spain"),
+])
+def test_a_slash_or_a_semicolon_after_a_name_that_matches_nothing_is_read_as_the_comma(geocoder, typed, display_name):
+    assert locate(geocoder, typed).place.display_name == display_name
+
+
+def test_a_name_split_at_a_slash_is_refused_as_one_split_at_a_comma(geocoder):
+    assert refusal(geocoder, "Paris/Germany").message.startswith(
+        "No place found for 'Paris/Germany': there are places named 'Paris', but none in Germany.")
+    assert refusal(geocoder, "Pariss/France").extra["suggestions"][0] == "Paris"
+
+
 def test_within_a_country_a_places_own_name_beats_another_places_alternate_name(geocoder):
     # The data lists "Great Falls" among Paterson's names (147,754), "Waterloo" among Austin's and
     # "Zaragoza" among Tijuana's; each country also has a place with that name as its own.

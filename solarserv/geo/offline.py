@@ -7,6 +7,7 @@ import concurrent.futures
 import dataclasses
 import logging
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -47,6 +48,9 @@ EXTENT_TIERS_KM = (MIN_TOWN_RADIUS_KM, MAX_TOWN_RADIUS_KM)
 NEAREST_CANDIDATES = 5
 # "Paris France" (no comma) is tried as a name plus a qualifier of up to this many trailing words.
 MAX_TRAILING_QUALIFIER_WORDS = 3
+# "Paris/France", "Paris; Texas": read as the comma when the name as a whole matches nothing. Not always, as
+# names hold "/" themselves: "Biel/Bienne", "Gasteiz / Vitoria", "Neustadt/Süd".
+_OTHER_COMMAS = re.compile(r"[/;]")
 # Logged, with its traceback, when the places cannot be read (reverse geocoding is display only).
 _TOWNS_FAILED = ("reading the places into memory for reverse geocoding failed; coordinates are shown "
                  "without a place name")
@@ -148,6 +152,8 @@ class OfflineGeocoder:
         # Every place the name matched: relevance is judged by choose(), after any qualifiers, so a
         # region can reach a place that bears the name only as another name ("Juarez, Chihuahua").
         matches = gazetteer.matches(name)
+        if not matches and _OTHER_COMMAS.search(name):
+            name, qualifiers, matches = _other_commas(gazetteer, name, qualifiers)
         if not matches and not qualifiers:
             name, qualifiers, matches = _trailing_qualifier(gazetteer, name)
         if not matches and gazetteer.qualifier_regions(name):
@@ -236,6 +242,17 @@ def _trailing_qualifier(gazetteer: Gazetteer, text: str) -> tuple[str, list[str]
             if matches:
                 return name, [qualifier], matches
     return text, [], []
+
+
+def _other_commas(gazetteer: Gazetteer, name: str, qualifiers: list[str]) -> tuple[str, list[str], list[Match]]:
+    """"Paris/France" → ("Paris", ["France"], matches of Paris): a name that matched nothing, split at its "/"
+    and ";" when every part after the first names a country or region. Otherwise unchanged, with no matches: a
+    name such as "Vitoria/Gasteiz" is not read as a town in a region "Gasteiz"."""
+    first, *rest = (part.strip() for part in _OTHER_COMMAS.split(name))
+    rest = [part for part in rest if part]
+    if not first or not rest or not all(gazetteer.qualifier_regions(part) for part in rest):
+        return name, qualifiers, []
+    return first, [*rest, *qualifiers], gazetteer.matches(first)
 
 
 def _town_in_address(gazetteer: Gazetteer, name: str, qualifiers: list[str]) -> str | None:
