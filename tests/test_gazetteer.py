@@ -390,6 +390,10 @@ def test_a_404_suggests_up_to_three_close_own_names(geocoder, typed, message):
     ("75001 Paris", "Paris"),  # a postcode
     ("Paris 75001, France", "Paris, France"),
     ("SW1A 2AA London", "London"),
+    # A town that is also the region it lies in: a community (Madrid), a country (Singapore).
+    ("Calle Mayor 5, Madrid", "Madrid"),
+    ("Orchard Road 1, Singapore", "Singapore"),
+    ("Shibuya 1-2-3, Tokyo", "Shibuya, Tokyo"),  # a town named before it, in it, is nearer the address
 ])
 def test_an_address_or_postcode_is_not_found_and_the_town_in_it_suggested(geocoder, typed, town):
     error = refusal(geocoder, typed)

@@ -261,20 +261,44 @@ def _town_in_address(gazetteer: Gazetteer, name: str, qualifiers: list[str]) -> 
     The parts after the name are tried first (an address ends with its town), then the name. A part holding
     a word with a digit (a house number, a postcode) is tried without such words, from its longest tail of
     words to its last word; a part without one only whole, and the name not at all (it was not found).
-    A country's or region's name is no town here: "Pariss, Texas" is a misspelt Paris, not an address in
-    one of the hamlets named Texas. None when no part names a town."""
+    A country's or region's name is no town here, unless a town bearing it as its own name lies in it: "Pariss,
+    Texas" is a misspelt Paris, not an address in one of the hamlets named Texas, but "Calle Mayor 5, Madrid" is in
+    Madrid, a city and its region. Such a town yields to a town in it named before it: "Shibuya 1-2-3,
+    Tokyo" → "Shibuya, Tokyo". None when no part names a town."""
     parts = [name, *qualifiers]
     for index in [*range(1, len(parts)), 0]:
-        words = parts[index].split()
-        kept = [word for word in words if not any(character.isdigit() for character in word)]
-        if not kept or (kept == words and index == 0):
-            continue
-        tails = [kept[-count:] for count in range(len(kept), 0, -1)] if kept != words else [kept]
-        for tail in map(" ".join, tails):
-            if not gazetteer.qualifier_regions(tail) and (
-                    gazetteer.matches(tail) or _trailing_qualifier(gazetteer, tail)[2]):
-                return ", ".join([tail, *parts[index + 1:]])
+        for tail in _address_tails(parts[index], is_name=index == 0):
+            if _names_a_town(gazetteer, tail):
+                inner = _town_within(gazetteer, parts, index, gazetteer.qualifier_regions(tail))
+                return inner or ", ".join([tail, *parts[index + 1:]])
     return None
+
+
+def _address_tails(part: str, *, is_name: bool) -> list[str]:
+    """What _town_in_address tries of one part, in its order."""
+    words = part.split()
+    kept = [word for word in words if not any(character.isdigit() for character in word)]
+    if not kept or (kept == words and is_name):
+        return []
+    return [" ".join(kept[-count:]) for count in range(len(kept), 0, -1)] if kept != words else [part]
+
+
+def _town_within(gazetteer: Gazetteer, parts: list[str], index: int, regions: set[tuple[str, str]]) -> str | None:
+    """A town named in the parts before `index` that lies in `regions`, as _town_in_address suggests it."""
+    for earlier in range(index - 1, -1, -1) if regions else ():
+        for tail in _address_tails(parts[earlier], is_name=earlier == 0):
+            if any(match.within(regions) for match in gazetteer.matches(tail)):
+                return ", ".join([tail, *parts[earlier + 1:]])
+    return None
+
+
+def _names_a_town(gazetteer: Gazetteer, text: str) -> bool:
+    """Whether `text` is a town's name for _town_in_address: a country's or region's only when a town bearing it as
+    its own name lies in it."""
+    regions = gazetteer.qualifier_regions(text)
+    if regions:
+        return any(match.by_own_name and match.within(regions) for match in gazetteer.matches(text))
+    return bool(gazetteer.matches(text) or _trailing_qualifier(gazetteer, text)[2])
 
 
 def read_towns(data_dir: Path) -> PlaceDiscs | None:
