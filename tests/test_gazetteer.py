@@ -235,6 +235,25 @@ def test_a_region_is_named_by_the_short_forms_people_write(geocoder, typed, disp
     assert locate(geocoder, typed).place.display_name == display_name
 
 
+@pytest.mark.parametrize(("typed", "display_name"), [
+    ("Guildford, Surrey", "Guildford, England, United Kingdom"),
+    ("Truro, Cornwall", "Truro, England, United Kingdom"),
+    ("St Andrews, Fife", "Saint Andrews, Scotland, United Kingdom"),
+    ("Aberystwyth, Ceredigion", "Aberystwyth, Wales, United Kingdom"),
+    ("Enniskillen, Fermanagh", "Enniskillen, Northern Ireland, United Kingdom"),
+    ("Holyhead, Ynys Môn", "Holyhead, Wales, United Kingdom"),
+])
+def test_a_british_place_is_narrowed_by_its_county(geocoder, typed, display_name):
+    assert locate(geocoder, typed).place.display_name == display_name
+
+
+def test_a_county_narrows_to_the_places_in_it(geocoder):
+    # GeoNames' Richmond in London lies in Richmond upon Thames, which left Surrey in 1965.
+    assert refusal(geocoder, "Richmond, Surrey").message.startswith(
+        "No place found for 'Richmond, Surrey': there are places named 'Richmond', but none in Surrey.")
+    assert locate(geocoder, "Richmond, North Yorkshire").place.display_name == "Richmond, England, United Kingdom"
+
+
 def test_a_part_of_a_name_joined_with_and_that_names_another_region_does_not_name_this_one(geocoder):
     # "Kashmir" is India's Jammu and Kashmir (its alias), not also Pakistan's Azad Jammu and Kashmir.
     assert refusal(geocoder, "Muzaffarabad, Kashmir").message.startswith(
@@ -390,7 +409,8 @@ def test_a_404_suggests_up_to_three_close_own_names(geocoder, typed, message):
     ("75001 Paris", "Paris"),  # a postcode
     ("Paris 75001, France", "Paris, France"),
     ("SW1A 2AA London", "London"),
-    # A town that is also the region it lies in: a community (Madrid), a country (Singapore).
+    # A town that is also the region it lies in: a county (Birmingham), a community (Madrid), a country (Singapore).
+    ("1 Broad Street, Birmingham", "Birmingham"),
     ("Calle Mayor 5, Madrid", "Madrid"),
     ("Orchard Road 1, Singapore", "Singapore"),
     ("Shibuya 1-2-3, Tokyo", "Shibuya, Tokyo"),  # a town named before it, in it, is nearer the address

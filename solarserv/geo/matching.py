@@ -87,11 +87,14 @@ class Match:
     place: Place
     by_own_name: bool
     admin1_code: str = ""  # the place's first-level region, where the source gives it
+    admin2_code: str = ""  # its county (admin1.admin2), where the gazetteer qualifies names by county
     short_form: bool = False  # an alternate name that is the first words of the own name (is_short_form)
 
     def within(self, regions: set[tuple[str, str]]) -> bool:
-        """In one of `regions`: (country code, admin1 code) pairs, admin1 '' meaning the whole country."""
-        return bool({(self.place.country_code, ""), (self.place.country_code, self.admin1_code)} & regions)
+        """In one of `regions`: (country code, admin1 code) pairs, admin1 '' meaning the whole country, and
+        admin1.admin2 a county."""
+        country = self.place.country_code
+        return bool({(country, ""), (country, self.admin1_code), (country, self.admin2_code)} & regions)
 
 
 def relevant(matches: Iterable[Match]) -> list[Match]:
