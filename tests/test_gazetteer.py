@@ -254,6 +254,24 @@ def test_a_county_narrows_to_the_places_in_it(geocoder):
     assert locate(geocoder, "Richmond, North Yorkshire").place.display_name == "Richmond, England, United Kingdom"
 
 
+@pytest.mark.parametrize(("typed", "display_name"), [
+    ("Tokyo-to", "Tokyo, Japan"),
+    ("Ōsaka-fu", "Osaka, Japan"),
+    ("Kyoto-fu", "Kyoto, Japan"),  # also the prefecture's name: its seat bears it
+    ("Shibuya-ku", "Shibuya, Tokyo, Japan"),
+    ("Chiyoda-ku, Tokyo", "Chiyoda, Tokyo, Japan"),
+    ("Kamakura-shi", "Kamakura, Kanagawa, Japan"),
+    ("Hakone-machi", "Hakone, Kanagawa, Japan"),
+    ("Shirakawa-mura", "Shirakawa, Fukushima, Japan"),
+])
+def test_a_japanese_name_is_found_with_the_suffix_of_its_kind(geocoder, typed, display_name):
+    assert locate(geocoder, typed).place.display_name == display_name
+
+
+def test_a_japanese_suffix_is_dropped_only_for_places_in_japan(geocoder):
+    assert refusal(geocoder, "Boston-shi").message.startswith("No place found for 'Boston-shi'.")
+
+
 def test_a_part_of_a_name_joined_with_and_that_names_another_region_does_not_name_this_one(geocoder):
     # "Kashmir" is India's Jammu and Kashmir (its alias), not also Pakistan's Azad Jammu and Kashmir.
     assert refusal(geocoder, "Muzaffarabad, Kashmir").message.startswith(

@@ -51,6 +51,10 @@ MAX_TRAILING_QUALIFIER_WORDS = 3
 # "Paris/France", "Paris; Texas": read as the comma when the name as a whole matches nothing. Not always, as
 # names hold "/" themselves: "Biel/Bienne", "Gasteiz / Vitoria", "Neustadt/Süd".
 _OTHER_COMMAS = re.compile(r"[/;]")
+# Japanese names are written with the suffix of their kind, which the data mostly leaves out: "Tokyo-to" (the
+# metropolis), "Osaka-fu", "Nara-ken" (prefectures), "Kamakura-shi" (a city), "Shibuya-ku" (a ward), "-machi" and
+# "-chō" (towns), "-mura" and "-son" (villages).
+_JAPANESE_SUFFIX = re.compile(r"(.+?)[-‐\s]+(?:to|fu|ken|shi|ku|machi|ch[oō]|mura|son)", re.IGNORECASE)
 # Logged, with its traceback, when the places cannot be read (reverse geocoding is display only).
 _TOWNS_FAILED = ("reading the places into memory for reverse geocoding failed; coordinates are shown "
                  "without a place name")
@@ -156,6 +160,8 @@ class OfflineGeocoder:
             name, qualifiers, matches = _other_commas(gazetteer, name, qualifiers)
         if not matches and not qualifiers:
             name, qualifiers, matches = _trailing_qualifier(gazetteer, name)
+        if not matches:
+            name, matches = _without_japanese_suffix(gazetteer, name)
         if not matches and gazetteer.qualifier_regions(name):
             raise not_found(asked, reason=f"'{name}' is a country or region, not a town: name a town in it, "
                                           f"or send latitude and longitude")
@@ -253,6 +259,17 @@ def _other_commas(gazetteer: Gazetteer, name: str, qualifiers: list[str]) -> tup
     if not first or not rest or not all(gazetteer.qualifier_regions(part) for part in rest):
         return name, qualifiers, []
     return first, [*rest, *qualifiers], gazetteer.matches(first)
+
+
+def _without_japanese_suffix(gazetteer: Gazetteer, name: str) -> tuple[str, list[Match]]:
+    """"Shibuya-ku" → ("Shibuya", the places in Japan named Shibuya): a name that matched nothing, without the
+    suffix of its kind (_JAPANESE_SUFFIX), when places in Japan bear the rest; else unchanged, with no matches."""
+    suffixed = _JAPANESE_SUFFIX.fullmatch(name)
+    if suffixed:
+        matches = [match for match in gazetteer.matches(suffixed[1]) if match.place.country_code == "JP"]
+        if matches:
+            return suffixed[1], matches
+    return name, []
 
 
 def _town_in_address(gazetteer: Gazetteer, name: str, qualifiers: list[str]) -> str | None:
