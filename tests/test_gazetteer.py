@@ -78,6 +78,8 @@ PLACES = [
     ("Den Haag", "NL", 52.080, 4.310),
     ("  st-étienne  ", "FR", 45.434, 4.390),
     ("Göteborg", "SE", 57.709, 11.975),
+    ("Richmond, London", "GB", 51.461, -0.303),  # not Richmond, North Yorkshire
+    ("Greenwich, London", "GB", 51.483, -0.008),  # not Greenwich, Connecticut
     ("Aarhus", "DK", 56.157, 10.211),
     ("Constantinople", "TR", 41.008, 28.978),
     # Asia

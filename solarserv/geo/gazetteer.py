@@ -44,9 +44,9 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 6  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
+SCHEMA_VERSION = 7  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
 # 4: each part of a name joining parts with "and" ("Newfoundland and Labrador"); 5: REGION_ABBREVIATIONS;
-# 6: places' counties (admin2_code) in COUNTY_COUNTRIES
+# 6: places' counties (admin2_code) in COUNTY_COUNTRIES; 7: "London" for Greater London
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
@@ -55,8 +55,9 @@ PLACES_KEPT = 4096  # Places (a few hundred bytes each) kept by Gazetteer.place
 # the most people and of the countries whose names people write in their own ("Sevilla, España", "Wien, Österreich").
 QUALIFIER_LANGUAGES = ("ar", "cs", "da", "de", "el", "es", "fi", "fr", "hu", "id", "it", "ja", "ko", "nb",
                        "nl", "pl", "pt", "pt_PT", "ro", "ru", "sv", "tr", "uk", "zh", "zh_Hant")
-# Short forms of region names that people write and the region data lacks (GeoNames admin1 code → spellings):
-# Canadians' for their provinces and territories, American newspapers' for the states ("Pasadena, Calif.").
+# Short forms of region names that people write and the region data lacks (GeoNames admin1 code, or admin1.admin2
+# for a county of COUNTY_COUNTRIES → spellings): Canadians' for their provinces and territories, American
+# newspapers' for the states ("Pasadena, Calif."), and London for the county of its 263 places ("Richmond, London").
 # "NWT" and "Fla" are also the ISO letters of New Taipei and of Flóahreppur, Iceland: such a qualifier names both.
 REGION_ABBREVIATIONS = {
     "CA.01": ("Alta",), "CA.05": ("Nfld",), "CA.08": ("Ont",), "CA.09": ("PEI",), "CA.11": ("Sask",),
@@ -65,6 +66,7 @@ REGION_ABBREVIATIONS = {
     "US.IL": ("Ill",), "US.KS": ("Kans",), "US.MA": ("Mass",), "US.MI": ("Mich",), "US.MN": ("Minn",),
     "US.MS": ("Miss",), "US.MT": ("Mont",), "US.NE": ("Neb", "Nebr"), "US.NV": ("Nev",), "US.OK": ("Okla",),
     "US.TN": ("Tenn",), "US.WA": ("Wash",), "US.WI": ("Wis", "Wisc"), "US.WY": ("Wyo",),
+    "GB.ENG.GLA": ("London",),
 }
 # Countries whose second-level regions qualify a name too, as their first-level ones are too broad to: the United
 # Kingdom's are its four nations, and people name the county ("Guildford, Surrey", "St Andrews, Fife").
