@@ -251,6 +251,25 @@ def test_a_british_place_is_narrowed_by_its_county(geocoder, typed, display_name
     assert locate(geocoder, typed).place.display_name == display_name
 
 
+@pytest.mark.parametrize(("typed", "display_name"), [
+    ("Reading, Berkshire", "Reading, England, United Kingdom"),
+    ("Bath, Somerset", "Bath, England, United Kingdom"),
+    ("Brighton, East Sussex", "Brighton, England, United Kingdom"),
+    ("York, North Yorkshire", "York, England, United Kingdom"),
+    ("Harrogate, Yorkshire", "Harrogate, England, United Kingdom"),
+    ("Liverpool, Merseyside", "Liverpool, England, United Kingdom"),
+    ("Coventry, West Midlands", "Coventry, England, United Kingdom"),
+])
+def test_an_english_place_is_narrowed_by_its_ceremonial_county(geocoder, typed, display_name):
+    assert locate(geocoder, typed).place.display_name == display_name
+
+
+def test_every_county_a_ceremonial_county_spans_is_one_in_the_data(geocoder):
+    index = asyncio.run(geocoder.gazetteer())
+    for ceremonial, counties in gazetteer.CEREMONIAL_COUNTIES.items():
+        assert len({region for region in index.qualifier_regions(ceremonial) if "." in region[1]}) == len(counties)
+
+
 def test_a_county_narrows_to_the_places_in_it(geocoder):
     # GeoNames' Richmond in London lies in Richmond upon Thames, which left Surrey in 1965.
     assert refusal(geocoder, "Richmond, Surrey").message.startswith(

