@@ -43,7 +43,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     it (_load_code), and the gazetteer's places for reverse geocoding read, so the workers share their memory.
     The console secrets are made before it too, so the one login link printed works on every worker.
     Each process prints the ready line once it accepts connections (N lines for N workers); the first
-    also prints the console line. SIGTERM or SIGINT stops the workers cleanly, then the parent.
+    also prints the console line. A stop signal (workers.STOP_SIGNALS) stops the workers cleanly, then the parent.
     """
     from solarserv.web.console import ConsoleSecrets
 
@@ -56,8 +56,7 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     if settings.processes > 1:
         worker, towns, sockets = _fork_workers(settings, sockets)
     try:
-        asyncio.run(_serve_until_stopped(settings, sockets, console, narrator, towns,
-                                         first_process=worker in (None, 0)))
+        asyncio.run(_serve_until_stopped(settings, sockets, console, narrator, towns, worker))
     except KeyboardInterrupt:  # Ctrl-C before the event loop took over the signals
         pass
     # Stopping: a second signal (Ctrl-C reaches a worker directly and through the parent) must not make
@@ -155,23 +154,30 @@ def _fork_workers(settings: Any, sockets: list[socket.socket]) -> tuple[int, Pla
 
 
 async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], console: ConsoleSecrets,
-                               narrator: Narrator, towns: PlaceDiscs | None, *, first_process: bool) -> None:
-    """Build the application, serve it on ``sockets`` and say so, until SIGTERM or SIGINT; then close the
-    connections, the rate limiter's Redis client and the key store. ``first_process`` also prints the
-    console line."""
+                               narrator: Narrator, towns: PlaceDiscs | None, worker: int | None) -> None:
+    """Build the application, serve it on ``sockets`` and say so, until a stop signal; then close the
+    connections, the rate limiter's Redis client and the key store. ``worker``: its number, or None in a
+    server of one process; the first process also prints the console line."""
     from solarserv.web.app import Services, make_app
-    from solarserv.web.server import make_server
+    from solarserv.web.server import STOP_GRACE_SECONDS, make_server
 
     stopping = asyncio.Event()
+
+    def stop(signum: int) -> None:
+        if worker is None and not stopping.is_set():  # a worker's parent says it for all
+            log.info("Stopping on %s: answering the requests in flight (%g s at most), then exiting",
+                     signal.Signals(signum).name, STOP_GRACE_SECONDS)
+        stopping.set()
+
     for signum in workers.STOP_SIGNALS:
-        asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
+        asyncio.get_running_loop().add_signal_handler(signum, stop, signum)
     services = Services.build(settings, console, towns, narrator)
     await services.limiter.check_redis()  # logs whether Redis answers before the ready line
     server = make_server(make_app(settings, services))
     server.add_sockets(sockets)
     port = sockets[0].getsockname()[1]
     _announce(f"solarserv {solarserv.__version__} ready at http://{_url_host(settings.host)}:{port}/")
-    if first_process and settings.console != "off":
+    if worker in (None, 0) and settings.console != "off":
         _announce(_console_line(console, settings.host, port, settings.console))
     await stopping.wait()
     await server.stop_after_requests_in_flight()

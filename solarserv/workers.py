@@ -1,5 +1,5 @@
 """The workers of `solarserv serve --processes N`: forked by the parent once it has bound the port, started again
-when one stops while the server runs, and stopped together on SIGTERM or SIGINT to the parent.
+when one stops while the server runs, and stopped together on SIGTERM, SIGINT or SIGHUP to the parent.
 
 Tornado's fork_processes, used before, restarted only a worker that failed (an error status, a signal): one
 stopped alone by SIGTERM, status 0, was left stopped, and when it was worker 0, whose listening socket the parent
@@ -26,7 +26,10 @@ from typing import Any
 
 log = logging.getLogger("solarserv.workers")
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# SIGHUP too: the terminal of a server run in the foreground was closed. Unless it was ignored when the process
+# started, as `nohup` makes it so that the server outlives the terminal: read here, before any handler is set.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT,
+                *([signal.SIGHUP] if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN else []))
 # A worker that stops sooner than this after it was started failed at start: starting takes well under a second.
 STARTING_SECONDS = 10.0
 # The pauses before starting again a worker that fails at start, one for each failure in a row; after the
@@ -37,8 +40,8 @@ GAVE_UP_STATUS = 1
 
 def fork_workers(count: int, listening: Iterable[socket.socket]) -> int:
     """Fork ``count`` workers; returns only in each of them, its number (0 to count - 1). The parent supervises
-    them until they have all stopped, then exits: status 0 after SIGTERM or SIGINT, GAVE_UP_STATUS when a worker
-    kept failing at start. ``listening``: the sockets the parent holds for the workers it starts, closed when it
+    them until they have all stopped, then exits: status 0 after a stop signal (STOP_SIGNALS), GAVE_UP_STATUS when a
+    worker kept failing at start. ``listening``: the sockets the parent holds for the workers it starts, closed when it
     stops them, so that new connections are refused while the workers answer those they hold."""
     return _Supervisor(count, listening).run()
 
@@ -62,7 +65,7 @@ class _Supervisor:
         signal.set_wakeup_fd(self.wakeup_write)
         signal.signal(signal.SIGCHLD, _wake_only)
         for signum in STOP_SIGNALS:
-            signal.signal(signum, self._stop)
+            signal.signal(signum, self._on_stop_signal)
         for number in range(self.count):
             if self._start(number):
                 return number
@@ -105,8 +108,14 @@ class _Supervisor:
         log.info("Worker %d started (pid %d)", number, pid)
         return False
 
-    def _stop(self, signum: int, frame: Any) -> None:
-        """Pass SIGTERM or SIGINT on to every worker: each stops with status 0, and is not started again."""
+    def _on_stop_signal(self, signum: int, frame: Any) -> None:
+        if not self.stopping:  # Ctrl-C reaches every process, and may be pressed again
+            log.info("Stopping on %s: passing it on to every worker (%d running)", signal.Signals(signum).name,
+                     len(self.running))
+        self._stop(signum)
+
+    def _stop(self, signum: int) -> None:
+        """Pass a stop signal on to every worker: each stops with status 0, and is not started again."""
         self.stopping = True
         # Left open, they would take new connections into their queue, which no worker accepts from any more.
         for listening in self.listening:
@@ -141,7 +150,7 @@ class _Supervisor:
                       "start: giving up, stopping the server (exit status %d); the worker's lines above say why",
                       number, pid, how, ran, failures, STARTING_SECONDS, GAVE_UP_STATUS)
             self.gave_up = True
-            self._stop(signal.SIGTERM, None)
+            self._stop(signal.SIGTERM)
             return
         pause = RESTART_PAUSES_SECONDS[failures - 1]
         log.warning("Worker %d (pid %d) ended (%s) %.1f s after it started (%d of %d times in a row within %g s of its "
@@ -162,5 +171,5 @@ def _wake_only(signum: int, frame: Any) -> None:
 
 
 def _stop_before_serving(signum: int, frame: Any) -> None:
-    """A worker's handler of SIGTERM and SIGINT until its event loop takes them over: nothing to clean up yet."""
+    """A worker's handler of the stop signals until its event loop takes them over: nothing to clean up yet."""
     sys.exit(0)

@@ -21,18 +21,19 @@ from solarserv.web.app import Services, make_app
 from solarserv.web.server import make_server
 
 
-def start_solarserv(arguments: Sequence[str], log_path: Path,
-                    open_file_limit: tuple[int, int] | None = None) -> subprocess.Popen:
+def start_solarserv(arguments: Sequence[str], log_path: Path, open_file_limit: tuple[int, int] | None = None,
+                    under: Sequence[str] = ()) -> subprocess.Popen:
     """`python -m solarserv serve ARGUMENTS` as a real subprocess on its embedded defaults (the environment the
     tests run in has none of this shell's solarserv settings, and no installed plugin allowed: conftest's
     hermetic_environment): its stdout piped as text for the lines it prints, its log to a file.
-    ``open_file_limit``: its RLIMIT_NOFILE (soft, hard) instead of this process's."""
+    ``open_file_limit``: its RLIMIT_NOFILE (soft, hard) instead of this process's. ``under``: a command that runs
+    it, as `nohup` does (one that execs it, so the process returned is the server's)."""
     def limit_open_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, open_file_limit)
 
     with log_path.open("w") as log:  # the server keeps its own copy of the file
-        return subprocess.Popen([sys.executable, "-m", "solarserv", "serve", *arguments], stdout=subprocess.PIPE,
-                                stderr=log, text=True,
+        return subprocess.Popen([*under, sys.executable, "-m", "solarserv", "serve", *arguments],
+                                stdout=subprocess.PIPE, stderr=log, text=True,
                                 preexec_fn=limit_open_files if open_file_limit else None)
 
 

@@ -91,13 +91,39 @@ def test_both_workers_answer_and_sigterm_stops_them_all(two_workers):
 
 
 @pytest.mark.slow
-def test_sigint_stops_every_worker_too(two_workers):
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGHUP], ids=lambda each: each.name)
+def test_sigint_and_sighup_stop_every_worker_too(two_workers, tmp_path, stop_signal):
+    # SIGHUP (the terminal of a server in the foreground closed) ended the parent at once, status 129, no line said
+    # so; the workers then stopped on the SIGTERM Linux sends at a parent's death.
     process, _, _ = two_workers
     workers = [child.pid for child in psutil.Process(process.pid).children()]
     assert len(workers) == 2
-    process.send_signal(signal.SIGINT)  # to the parent only, as `kill -INT` does
+    process.send_signal(stop_signal)  # to the parent only, as `kill -INT` does
     assert process.wait(timeout=30) == 0
     assert not [pid for pid in workers if psutil.pid_exists(pid)]
+    logged = (tmp_path / "server.log").read_text()
+    assert f"solarserv.workers: Stopping on {stop_signal.name}: passing it on to every worker (2 running)" in logged
+    assert logged.count("stopped: exit status 0") == 2
+
+
+@pytest.mark.slow
+def test_under_nohup_sighup_stops_no_process(data_dir, tmp_path):
+    # nohup ignores SIGHUP so that the server outlives its terminal: the server must not take it back.
+    process = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir)], tmp_path / "server.log",
+                              under=["nohup"])
+    try:
+        base_url, _ = until_both_workers_are_ready(process)
+        workers = psutil.Process(process.pid).children()
+        for each in (process, *workers):
+            each.send_signal(signal.SIGHUP)
+        for _ in range(20):  # each on a new connection, which the kernel may send to either worker
+            assert healthz(base_url)["status"] == "ok"
+        assert process.poll() is None and all(worker.is_running() for worker in workers)
+        assert " ended (" not in (tmp_path / "server.log").read_text()  # no worker was started again
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    finally:
+        stop_solarserv(process)
 
 
 @pytest.mark.slow

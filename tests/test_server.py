@@ -8,6 +8,7 @@ import http.client
 import logging
 import os
 import resource
+import signal
 import socket
 import time
 
@@ -123,9 +124,12 @@ def test_connections_beyond_the_open_file_limit_wait_while_those_held_are_served
 
 
 @pytest.mark.slow
-def test_sigterm_lets_the_requests_in_flight_be_answered_before_it_stops(data_dir, tmp_path):
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGHUP], ids=lambda each: each.name)
+def test_a_stop_signal_lets_the_requests_in_flight_be_answered_before_it_stops(data_dir, tmp_path, stop_signal):
     # close_all_connections closed every connection at once: a request in flight got its connection closed, no answer.
-    process = start_solarserv(["--port", "0", "--data-dir", str(data_dir)], tmp_path / "server.log")
+    # SIGHUP (the terminal of a server in the foreground closed) ended the server at once, status 129, no line said so.
+    log_path = tmp_path / "server.log"
+    process = start_solarserv(["--port", "0", "--data-dir", str(data_dir)], log_path)
     try:
         port = int(process.stdout.readline().strip().rstrip("/").rsplit(":", 1)[1])
         body = b'{"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}'
@@ -133,7 +137,7 @@ def test_sigterm_lets_the_requests_in_flight_be_answered_before_it_stops(data_di
             client.sendall(b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nContent-Type: application/json\r\n"
                            b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
             assert client.recv(100).startswith(b"HTTP/1.1 100")  # its headers read: the request is in flight
-            process.terminate()
+            process.send_signal(stop_signal)
             deadline = time.monotonic() + WAIT_SECONDS
             while not refuses_connections(port):  # the server has stopped accepting: it is stopping
                 assert time.monotonic() < deadline, "the server did not stop accepting"
@@ -142,6 +146,8 @@ def test_sigterm_lets_the_requests_in_flight_be_answered_before_it_stops(data_di
             answer = client.makefile("rb").read()  # up to the server's close
         assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and b'"true_solar_time"' in answer
         assert process.wait(timeout=WAIT_SECONDS) == 0
+        assert (f"INFO solarserv: Stopping on {stop_signal.name}: answering the requests in flight (30 s at most), "
+                "then exiting") in log_path.read_text()
     finally:
         stop_solarserv(process)
 
