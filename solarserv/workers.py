@@ -8,7 +8,8 @@ failing worker at once, a hundred times over the server's whole life, then ended
 fails as it starts spun a core for seconds, and a hundred crashes a month apart ended a server as surely.
 Here a worker is started again whatever ended it; one that fails at start is started again after a pause, longer
 each time, and after RESTART_PAUSES_SECONDS are spent the parent gives up in one log line, stops the others and
-exits with status 1.
+exits with status 1. A worker still running STOP_WAIT_SECONDS after it was told to stop is killed: the parent
+waited for it for ever.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from solarserv.web.server import STOP_GRACE_SECONDS
+
 log = logging.getLogger("solarserv.workers")
 
 # SIGHUP too: the terminal of a server run in the foreground was closed. Unless it was ignored when the process
@@ -36,6 +39,10 @@ STARTING_SECONDS = 10.0
 # last, the server gives up. A worker that ran longer is started again at once.
 RESTART_PAUSES_SECONDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 GAVE_UP_STATUS = 1
+# How long the parent waits for the workers it told to stop before it kills those left (SIGKILL). A worker's stop
+# takes STOP_GRACE_SECONDS at most: one still running well past it is stuck (a plugin blocking its event loop, code
+# that ignores the signal). Well under systemd's 90 s before it kills every process itself.
+STOP_WAIT_SECONDS = STOP_GRACE_SECONDS + 10.0
 
 
 def fork_workers(count: int, listening: Iterable[socket.socket]) -> int:
@@ -54,6 +61,7 @@ class _Supervisor:
         self.due: dict[int, float] = {}  # worker number: when to start it again
         self.failures_in_a_row = [0] * count
         self.stopping = False
+        self.kill_at: float | None = None  # when to kill the workers that have not stopped
         self.gave_up = False
         self.wakeup_read, self.wakeup_write = os.pipe()
 
@@ -76,12 +84,15 @@ class _Supervisor:
             if not self.running and not self.due:
                 break
             now = time.monotonic()
+            if self.kill_at is not None and self.kill_at <= now:
+                self._kill_those_left()
             for number, when in sorted(self.due.items()):
                 if when <= now:
                     del self.due[number]
                     if self._start(number):
                         return number
-            timeout = max(0.0, min(self.due.values()) - now) if self.due else None
+            wakeups = [*self.due.values(), *([] if self.kill_at is None else [self.kill_at])]
+            timeout = max(0.0, min(wakeups) - now) if wakeups else None
             select.select([self.wakeup_read], [], [], timeout)
             with contextlib.suppress(BlockingIOError):
                 os.read(self.wakeup_read, 4096)
@@ -116,6 +127,8 @@ class _Supervisor:
 
     def _stop(self, signum: int) -> None:
         """Pass a stop signal on to every worker: each stops with status 0, and is not started again."""
+        if not self.stopping:
+            self.kill_at = time.monotonic() + STOP_WAIT_SECONDS
         self.stopping = True
         # Left open, they would take new connections into their queue, which no worker accepts from any more.
         for listening in self.listening:
@@ -123,6 +136,13 @@ class _Supervisor:
         for pid in self.running:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)
+
+    def _kill_those_left(self) -> None:
+        self.kill_at = None
+        for pid, (number, _) in self.running.items():
+            log.warning("Worker %d (pid %d) still running %g s after it was told to stop: killing it (SIGKILL)",
+                        number, pid, STOP_WAIT_SECONDS)
+            os.kill(pid, signal.SIGKILL)  # not reaped yet, so the pid is still this worker's
 
     def _reap(self) -> None:
         while self.running:

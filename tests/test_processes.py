@@ -270,3 +270,37 @@ def test_a_worker_failing_at_start_is_started_again_after_longer_pauses_until_th
     gave_up = [line for line in lines if "giving up" in line]
     assert len(gave_up) == 1 and "6 times in a row within 10 s of its start: giving up, stopping the server (exit " \
         "status 1)" in gave_up[0]
+
+
+# The parent of two workers, with STOP_WAIT_SECONDS lowered; worker 0 ignores SIGTERM, as a worker stuck in a
+# plugin would not act on it, and worker 1 stops on it. Each prints its number and pid once it is ready.
+STUCK_WORKER = """
+import os, signal
+from solarserv import workers
+
+workers.STOP_WAIT_SECONDS = 0.5
+number = workers.fork_workers(2, [])
+if number == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+os.write(1, f"{number} {os.getpid()}\\n".encode())  # one write: the two workers share the pipe
+while True:
+    signal.pause()
+"""
+
+
+def test_a_worker_that_does_not_stop_is_killed_once_the_stop_wait_is_over(tmp_path):
+    # The parent waited for it for ever, holding the port, and so did whoever stopped the server.
+    log_path = tmp_path / "parent.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen([sys.executable, "-c", STUCK_WORKER], stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        workers = dict(sorted(tuple(map(int, process.stdout.readline().split())) for _ in range(2)))
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    finally:
+        stop_solarserv(process)
+    assert list(workers) == [0, 1] and not [pid for pid in workers.values() if psutil.pid_exists(pid)]
+    lines = log_path.read_text().splitlines()
+    killing = [line for line in lines if "killing it" in line]
+    assert killing == [f"Worker 0 (pid {workers[0]}) still running 0.5 s after it was told to stop: killing it "
+                       "(SIGKILL)"]
