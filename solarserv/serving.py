@@ -43,7 +43,8 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     it (_load_code), and the gazetteer's places for reverse geocoding read, so the workers share their memory.
     The console secrets are made before it too, so the one login link printed works on every worker.
     Each process prints the ready line once it accepts connections (N lines for N workers); the first
-    also prints the console line. A stop signal (workers.STOP_SIGNALS) stops the workers cleanly, then the parent.
+    also prints the console line, once: not again when it is started again. A stop signal (workers.STOP_SIGNALS)
+    stops the workers cleanly, then the parent.
     """
     from solarserv.web.console import ConsoleSecrets
 
@@ -130,10 +131,11 @@ def _spreads_connections(settings: Any) -> bool:
     return settings.processes > 1 and sys.platform == "linux"
 
 
-def _fork_workers(settings: Any, sockets: list[socket.socket]) -> tuple[int, PlaceDiscs | None, list[socket.socket]]:
+def _fork_workers(settings: Any,
+                  sockets: list[socket.socket]) -> tuple[workers.Worker, PlaceDiscs | None, list[socket.socket]]:
     """Fork SOLARSERV_PROCESSES workers; returns only in each of them (the parent supervises them: see
-    solarserv.workers): its number, the offline gazetteer's places read once before the fork, and its listening
-    sockets."""
+    solarserv.workers): which worker it is, the offline gazetteer's places read once before the fork, and its
+    listening sockets."""
     if not settings.redis_url:
         log.warning("%d processes without REDIS_URL: each counts requests on its own, so a client "
                     "gets up to %d times its rate limit", settings.processes, settings.processes)
@@ -148,16 +150,18 @@ def _fork_workers(settings: Any, sockets: list[socket.socket]) -> tuple[int, Pla
     parent = os.getpid()
     worker = workers.fork_workers(settings.processes, sockets)  # returns only in the workers
     _stop_with_parent(parent)
-    if _spreads_connections(settings) and worker > 0:
+    if _spreads_connections(settings) and worker.number > 0:
         sockets = _worker_sockets(sockets, settings.host)
     return worker, towns, sockets
 
 
 async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], console: ConsoleSecrets,
-                               narrator: Narrator, towns: PlaceDiscs | None, worker: int | None) -> None:
+                               narrator: Narrator, towns: PlaceDiscs | None, worker: workers.Worker | None) -> None:
     """Build the application, serve it on ``sockets`` and say so, until a stop signal; then close the
-    connections, the rate limiter's Redis client and the key store. ``worker``: its number, or None in a
-    server of one process; the first process also prints the console line."""
+    connections, the rate limiter's Redis client and the key store. ``worker``: which worker this is, or None
+    in a server of one process. The one process, or worker 0 when first started, also prints the console line;
+    printed again by worker 0 started again, it would copy a generated admin token, the console's whole credential,
+    once more to wherever stdout goes, with nothing new in it."""
     from solarserv.web.app import Services, make_app
     from solarserv.web.server import STOP_GRACE_SECONDS, make_server
 
@@ -177,7 +181,7 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     server.add_sockets(sockets)
     port = sockets[0].getsockname()[1]
     _announce(f"solarserv {solarserv.__version__} ready at http://{_url_host(settings.host)}:{port}/")
-    if worker in (None, 0) and settings.console != "off":
+    if worker in (None, workers.Worker(0, restarted=False)) and settings.console != "off":
         _announce(_console_line(console, settings.host, port, settings.console))
     await stopping.wait()
     await server.stop_after_requests_in_flight()

@@ -23,7 +23,7 @@ import socket
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from solarserv.web.server import STOP_GRACE_SECONDS
 
@@ -45,8 +45,13 @@ GAVE_UP_STATUS = 1
 STOP_WAIT_SECONDS = STOP_GRACE_SECONDS + 10.0
 
 
-def fork_workers(count: int, listening: Iterable[socket.socket]) -> int:
-    """Fork ``count`` workers; returns only in each of them, its number (0 to count - 1). The parent supervises
+class Worker(NamedTuple):
+    number: int  # 0 to count - 1
+    restarted: bool  # started in place of one that ended while the server ran
+
+
+def fork_workers(count: int, listening: Iterable[socket.socket]) -> Worker:
+    """Fork ``count`` workers; returns only in each of them, which worker it is. The parent supervises
     them until they have all stopped, then exits: status 0 after a stop signal (STOP_SIGNALS), GAVE_UP_STATUS when a
     worker kept failing at start. ``listening``: the sockets the parent holds for the workers it starts, closed when it
     stops them, so that new connections are refused while the workers answer those they hold."""
@@ -65,7 +70,7 @@ class _Supervisor:
         self.gave_up = False
         self.wakeup_read, self.wakeup_write = os.pipe()
 
-    def run(self) -> int:
+    def run(self) -> Worker:
         for descriptor in (self.wakeup_read, self.wakeup_write):
             os.set_blocking(descriptor, False)
         # A signal's handler runs only between two bytecodes, so select would sleep through it: its number written
@@ -76,7 +81,7 @@ class _Supervisor:
             signal.signal(signum, self._on_stop_signal)
         for number in range(self.count):
             if self._start(number):
-                return number
+                return Worker(number, restarted=False)
         while True:
             self._reap()
             if self.stopping:
@@ -90,7 +95,7 @@ class _Supervisor:
                 if when <= now:
                     del self.due[number]
                     if self._start(number):
-                        return number
+                        return Worker(number, restarted=True)
             wakeups = [*self.due.values(), *([] if self.kill_at is None else [self.kill_at])]
             timeout = max(0.0, min(wakeups) - now) if wakeups else None
             select.select([self.wakeup_read], [], [], timeout)

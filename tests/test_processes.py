@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -223,13 +224,15 @@ def wait_for(condition, what: str, attempts: int = 600) -> None:
 
 
 @pytest.mark.slow
-def test_a_worker_stopped_alone_is_started_again_and_no_connection_waits_for_it(two_workers):
+def test_a_worker_stopped_alone_is_started_again_and_no_connection_waits_for_it(two_workers, tmp_path):
     # Tornado's fork_processes took its exit status 0 for done: it stayed stopped, and when it was worker 0, whose
     # listening socket the parent holds too, the kernel kept sending it about half of the new connections, which
     # waited there for ever.
-    process, base_url, _ = two_workers
+    process, base_url, printed = two_workers
     parent = psutil.Process(process.pid)
-    first, second = sorted(parent.children(), key=lambda child: child.create_time())  # workers 0 and 1
+    # Workers 0 and 1, by the parent's lines: forked within a millisecond, they may share a create_time.
+    started = re.findall(r"Worker (\d) started \(pid (\d+)\)", (tmp_path / "server.log").read_text())
+    first, second = (psutil.Process(int(pid)) for _, pid in sorted(started))
     first.terminate()
     first.wait(timeout=30)
     wait_for(lambda: len(parent.children()) == 2, "a worker started in place of the one stopped")
@@ -239,6 +242,12 @@ def test_a_worker_stopped_alone_is_started_again_and_no_connection_waits_for_it(
     for _ in range(MAX_CONNECTIONS):  # each on a new connection, which the kernel may send to either socket
         answering.add(healthz(base_url)["process_id"])
     assert answering == workers
+    process.terminate()
+    assert process.wait(timeout=30) == 0
+    printed += process.stdout.read().splitlines()
+    assert sum("ready at" in line for line in printed) == 3  # the worker started again too
+    # Worker 0 printed the console line again: the login link, with the admin token generated for the run.
+    assert sum(line.startswith("Console") for line in printed) == 1
 
 
 @pytest.mark.slow
@@ -279,10 +288,10 @@ import os, signal
 from solarserv import workers
 
 workers.STOP_WAIT_SECONDS = 0.5
-number = workers.fork_workers(2, [])
-if number == 0:
+worker = workers.fork_workers(2, [])
+if worker.number == 0:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-os.write(1, f"{number} {os.getpid()}\\n".encode())  # one write: the two workers share the pipe
+os.write(1, f"{worker.number} {os.getpid()}\\n".encode())  # one write: the two workers share the pipe
 while True:
     signal.pause()
 """
