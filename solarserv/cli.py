@@ -51,9 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.command(settings, args)
     except BrokenPipeError:
-        # The reader went away (`solarserv plugins | head -1`): stop quietly, as other commands in a pipe do. Later
-        # writes, Python's own flush at exit among them, go nowhere.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # The reader went away (`solarserv plugins | head -1`): stop quietly, as other commands in a pipe do.
+        discard_stdout()
         return 1
     except (KeyStoreError, KeyStoreBusy, KeyStoreUnusable) as exc:
         # The key store refused, was locked or cannot be used, in any command: one line in its words.
@@ -63,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         # Problems an operator fixes or retries (a port in use, plugins, templates): one line, not a traceback.
         _refuse(parser, exc)
         return 2
+
+
+def discard_stdout() -> None:
+    """Send what is written to stdout from now on, Python's own flush at exit among it, nowhere: its reader went
+    away, and each write would fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _refuse(parser: argparse.ArgumentParser, exc: Exception) -> None:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,15 @@ def start_solarserv(arguments: Sequence[str], log_path: Path, open_file_limit: t
         return subprocess.Popen([*under, sys.executable, "-m", "solarserv", "serve", *arguments],
                                 stdout=subprocess.PIPE, stderr=log, text=True,
                                 preexec_fn=limit_open_files if open_file_limit else None)
+
+
+def answers(port: int) -> bool:
+    """Whether a server on the loopback ``port`` answers /healthz."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=30) as response:
+            return response.status == 200
+    except OSError:  # refused, or reset by a server that stopped
+        return False
 
 
 def refuses_connections(port: int) -> bool:

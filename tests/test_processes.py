@@ -14,7 +14,8 @@ import urllib.request
 
 import psutil
 import pytest
-from servers import refuses_connections, start_solarserv, stop_solarserv
+from counters import unused_port
+from servers import answers, refuses_connections, start_solarserv, stop_solarserv
 
 from solarserv.geo import gazetteer
 from solarserv.workers import GAVE_UP_STATUS
@@ -313,3 +314,37 @@ def test_a_worker_that_does_not_stop_is_killed_once_the_stop_wait_is_over(tmp_pa
     killing = [line for line in lines if "killing it" in line]
     assert killing == [f"Worker 0 (pid {workers[0]}) still running 0.5 s after it was told to stop: killing it "
                        "(SIGKILL)"]
+
+
+@pytest.mark.slow
+def test_workers_whose_stdout_has_no_reader_any_more_serve_on(data_dir, tmp_path):
+    # `serve | head -1` once head had gone: the ready line's failed write ended each worker at each start, until
+    # the parent gave up (a server of one process stopped, status 1); no line said why.
+    port = unused_port()
+    log_path = tmp_path / "server.log"
+    process = start_solarserv(["--processes", "2", "--port", str(port), "--data-dir", str(data_dir)], log_path)
+    process.stdout.close()  # before either worker writes: as head does once it has its line
+    try:
+        wait_for(lambda: log_path.read_text().count("stdout has no reader") == 2 or " ended (" in log_path.read_text(),
+                 "both workers writing their ready line")
+        assert " ended (" not in log_path.read_text() and answers(port)
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    finally:
+        stop_solarserv(process)
+
+
+@pytest.mark.slow
+def test_a_server_started_with_stdout_closed_serves(data_dir, tmp_path):
+    # `serve >&-`: Python's sys.stdout is None, and the ready line ended the server with a traceback.
+    port = unused_port()
+    log_path = tmp_path / "server.log"
+    process = start_solarserv(["--port", str(port), "--data-dir", str(data_dir)], log_path,
+                              under=["sh", "-c", 'exec "$@" >&-', "sh"])
+    try:
+        wait_for(lambda: process.poll() is not None or answers(port), "the server answering or ending")
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    finally:
+        stop_solarserv(process)
+    assert "Traceback" not in log_path.read_text()
