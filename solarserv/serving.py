@@ -119,12 +119,16 @@ def _raise_open_file_limit() -> None:
 
 
 def _bind(settings: Any) -> list[socket.socket]:
-    """The listening sockets on HOST and PORT; a port that cannot be had is a SettingsError."""
+    """The listening sockets on HOST and PORT."""
+    return _listen(settings.host, settings.port, reuse_port=_spreads_connections(settings))
+
+
+def _listen(host: str, port: int, *, reuse_port: bool) -> list[socket.socket]:
+    """Sockets listening on ``host`` and ``port``; a port that cannot be had is a SettingsError."""
     try:
-        return tornado.netutil.bind_sockets(settings.port, settings.host, reuse_port=_spreads_connections(settings))
+        return tornado.netutil.bind_sockets(port, host, reuse_port=reuse_port)
     except OSError as exc:  # in use, not this machine's address, or a name that does not resolve
-        raise config.SettingsError(f"cannot listen on HOST={settings.host!r} PORT={settings.port}: "
-                                   f"{exc.strerror or exc}") from None
+        raise config.SettingsError(f"cannot listen on HOST={host!r} PORT={port}: {exc.strerror or exc}") from None
 
 
 def _spreads_connections(settings: Any) -> bool:
@@ -236,12 +240,13 @@ def _worker_sockets(inherited: list[socket.socket], host: str) -> list[socket.so
     keep-alive clients that connect together (a proxy's pool, a benchmark) can all land on one worker
     while the others idle. Sockets bound to one port with SO_REUSEPORT each have their own queue, and
     Linux spreads new connections over them. Worker 0 keeps the inherited socket: the parent holds it
-    open too, so it stays in the group and needs a worker accepting from it.
+    open too, so it stays in the group and needs a worker accepting from it. A worker started again after
+    the address went away (an interface's address removed) fails in one line, as the server would at start.
     """
     port = inherited[0].getsockname()[1]
     for sock in inherited:
         sock.close()
-    return tornado.netutil.bind_sockets(port, host, reuse_port=True)
+    return _listen(host, port, reuse_port=True)
 
 
 def _stop_with_parent(parent: int) -> None:

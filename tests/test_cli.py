@@ -28,7 +28,7 @@ from solarserv import config
 from solarserv.cli import main
 from solarserv.geo import gazetteer
 from solarserv.narration import Narrator
-from solarserv.serving import _console_line
+from solarserv.serving import _console_line, _worker_sockets
 from solarserv.web.console import ConsoleSecrets
 
 PARIS_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14", "--time", "14:30"]
@@ -347,6 +347,22 @@ def test_a_port_in_use_is_one_line_naming_host_and_port(capsys, data_dir):
     assert status == 2 and "Traceback" not in err
     assert err.strip() == \
         f"solarserv: error: cannot listen on HOST='127.0.0.1' PORT={port}: Address already in use"
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_worker_that_cannot_listen_on_its_address_any_more_says_so_in_one_line():
+    # A worker started again after the address was removed from the machine ended in a traceback, at each of its
+    # six starts before the parent gave up.
+    with socket.socket() as inherited:  # the parent's socket, as a worker after the first receives it
+        inherited.bind(("127.0.0.1", 0))
+        inherited.listen()
+        port = inherited.getsockname()[1]
+        with pytest.raises(config.SettingsError) as refused:
+            _worker_sockets([inherited], "192.0.2.1")  # TEST-NET-1: no address of this machine
+    refusal = str(refused.value)
+    del refused  # its traceback holds the socket that failed to bind
+    gc.collect()  # here, where its warning is ignored, not in a later test
+    assert refusal == f"cannot listen on HOST='192.0.2.1' PORT={port}: Cannot assign requested address"
 
 
 def test_a_data_dir_that_cannot_be_made_stops_serve_before_it_binds(capsys, tmp_path):
