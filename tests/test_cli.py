@@ -10,9 +10,11 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -363,6 +365,26 @@ def test_a_worker_that_cannot_listen_on_its_address_any_more_says_so_in_one_line
     del refused  # its traceback holds the socket that failed to bind
     gc.collect()  # here, where its warning is ignored, not in a later test
     assert refusal == f"cannot listen on HOST='192.0.2.1' PORT={port}: Cannot assign requested address"
+
+
+def test_ctrl_c_while_serve_loads_stops_it_without_a_traceback(data_dir, tmp_path):
+    # Ctrl-C in the second or two serve takes to load the code, before it serves, ended in a KeyboardInterrupt
+    # traceback.
+    loading = tmp_path / "loading"
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "slow_to_load.py").write_text(f"import pathlib, time\n\npathlib.Path({str(loading)!r}).touch()\n"
+                                             "time.sleep(600)\n")
+    process = start_solarserv(["--port", "0", "--data-dir", str(data_dir), "--plugins-dir", str(plugins)],
+                              tmp_path / "server.log")
+    try:
+        while not loading.exists() and process.poll() is None:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)  # as Ctrl-C does
+        assert process.wait(timeout=60) == 130
+    finally:
+        stop_solarserv(process)
+    assert (tmp_path / "server.log").read_text() == ""
 
 
 def test_a_data_dir_that_cannot_be_made_stops_serve_before_it_binds(capsys, tmp_path):
