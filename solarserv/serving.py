@@ -119,8 +119,16 @@ def _raise_open_file_limit() -> None:
 
 
 def _bind(settings: Any) -> list[socket.socket]:
-    """The listening sockets on HOST and PORT."""
-    return _listen(settings.host, settings.port, reuse_port=_spreads_connections(settings))
+    """The listening sockets on HOST and PORT. For workers each listening on a socket of their own (SO_REUSEPORT),
+    the port is first bound without it: bound with it alone, a port that another server's workers listen on was
+    not refused as in use but shared, that server answering its share of the connections."""
+    if not _spreads_connections(settings):
+        return _listen(settings.host, settings.port, reuse_port=False)
+    probes = _listen(settings.host, settings.port, reuse_port=False)
+    port = probes[0].getsockname()[1]  # the one chosen for PORT=0
+    for probe in probes:
+        probe.close()
+    return _listen(settings.host, port, reuse_port=True)
 
 
 def _listen(host: str, port: int, *, reuse_port: bool) -> list[socket.socket]:

@@ -93,6 +93,22 @@ def test_both_workers_answer_and_sigterm_stops_them_all(two_workers):
 
 
 @pytest.mark.slow
+def test_a_port_another_servers_workers_listen_on_is_refused_as_in_use(two_workers, data_dir, tmp_path):
+    # Bound with SO_REUSEPORT, as its workers' sockets are, the port was shared: the second server started, and the
+    # kernel gave it its share of the first one's connections.
+    _, base_url, _ = two_workers
+    port = int(base_url.rsplit(":", 1)[1])
+    log_path = tmp_path / "second.log"
+    second = start_solarserv(["--processes", "2", "--port", str(port), "--data-dir", str(data_dir)], log_path)
+    try:
+        assert second.wait(timeout=60) == 2
+    finally:
+        stop_solarserv(second)
+    assert log_path.read_text() == (f"solarserv: error: cannot listen on HOST='127.0.0.1' PORT={port}: Address already "
+                                    "in use\n")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGHUP], ids=lambda each: each.name)
 def test_sigint_and_sighup_stop_every_worker_too(two_workers, tmp_path, stop_signal):
     # SIGHUP (the terminal of a server in the foreground closed) ended the parent at once, status 129, no line said
