@@ -94,8 +94,11 @@ def equation_of_time_json(year: int, days: Iterable[tuple[dt.date, float]], ephe
 def events_json(events: SolarEvents) -> dict[str, Any]:
     """Local civil date-times in ISO 8601 with their offset: a sunset can fall on the next date.
 
-    ISO 8601 (and RFC 3339, JavaScript's Date) have no offsets with seconds: in a local-mean-time era
-    (Paris 1905, +00:09:21) the same instant is written at the offset ``utc_offset`` shows (+00:09).
+    Each is the reading of the place's clock, as ``local_time`` and the texts are. ISO 8601 (and RFC 3339,
+    JavaScript's Date) have no offsets with seconds: in a local-mean-time era (Paris 1905, +00:09:21) that
+    reading carries the offset ``utc_offset`` shows (+00:09). Written as the same instant at +00:09, a solar
+    noon read 11:57:06 where the clocks of Paris, the texts and ``local_time`` plus the total difference
+    read 11:57:27.
     Each is rounded at its own offset, fixed: a zone's date-time loses its fold in arithmetic, and an
     event in the second pass of a repeated hour would be written at the first pass's offset (Troll's
     sunrise of 25 October 2026, 02:34 at +00:00, read +02:00: two hours early)."""
@@ -103,8 +106,9 @@ def events_json(events: SolarEvents) -> dict[str, Any]:
     def local(instant: dt.datetime | None) -> str | None:
         if instant is None:
             return None
-        own_offset = dt.timezone(offset_to_minute(instant.utcoffset()))
-        return round_to_second(instant.astimezone(own_offset)).isoformat()
+        offset = instant.utcoffset()
+        reading = round_to_second(instant.astimezone(dt.timezone(offset)))
+        return reading.replace(tzinfo=dt.timezone(offset_to_minute(offset))).isoformat()
 
     length = events.day_length_minutes
     return {

@@ -805,14 +805,20 @@ def test_angle_and_date_filters():
     assert formatting.paragraph("one\n  two\nthree ") == "one two three"
 
 
-def test_solar_events_in_a_local_mean_time_era_are_valid_iso_8601(narrator):
-    # Paris kept +00:09:21 in 1905; ISO 8601 has no offsets with seconds, so the events use +00:09.
+def test_solar_events_in_a_local_mean_time_era_read_the_places_clock_in_valid_iso_8601(narrator):
+    # Paris kept +00:09:21 in 1905; ISO 8601 has no offsets with seconds, so the events say +00:09. Their readings
+    # are the clocks' of Paris, as local_time and the texts are: as instants at +00:09 they read 21 s early.
     report = report_at("Paris", "1905-06-01", "12:00")
-    events = result_json(numbers_json(report), narrator.narrate(report))["solar_events"]
+    texts = narrator.narrate(report)
+    events = result_json(numbers_json(report), texts)["solar_events"]
     for name in ("sunrise", "solar_noon", "sunset"):
         assert re.fullmatch(r"1905-06-01T\d\d:\d\d:\d\d\+00:09", events[name]), events[name]
-        instant = dt.datetime.fromisoformat(events[name])
-        assert abs(instant - getattr(report.events, name)) <= dt.timedelta(seconds=0.5)
+        reading = dt.datetime.fromisoformat(events[name]).replace(tzinfo=None)
+        assert abs(reading - getattr(report.events, name).replace(tzinfo=None)) <= dt.timedelta(seconds=0.5)
+    assert events["solar_noon"] == "1905-06-01T11:57:27+00:09"
+    assert "solar noon at 11:57:27 clock time" in texts.validation
+    assert (events["sunrise"], events["sunset"]) == ("1905-06-01T04:01:18+00:09", "1905-06-01T19:54:10+00:09")
+    assert "The Sun rises at 04:01 and sets at 19:54." in texts.solar_context
 
 
 def test_solar_events_in_a_repeated_hour_carry_the_offset_of_their_occurrence(narrator):
