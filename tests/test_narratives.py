@@ -841,6 +841,17 @@ def test_the_summary_counts_the_sun_risen_while_its_upper_rim_shows(narrator):
     assert "casts no shadow" not in summary
 
 
+@pytest.mark.parametrize("local_time,sign", [("21:48:20", 1), ("21:48:40", -1)])
+def test_the_summary_puts_a_sun_within_a_twentieth_of_a_degree_on_the_horizon(narrator, local_time, sign):
+    # Paris at sunset: the centre 0.008° above, then 0.029° below. "0.0° above the horizon" and "its centre is
+    # 0.0° below" read as figures of nothing; the page shows 0.0° too.
+    texts, report = narrate(narrator, "Paris", "2026-07-14", local_time)
+    assert 0 < sign * report.sun.elevation < 0.05
+    assert ("The Sun stands on the horizon in the north-west (azimuth 304.8°, elevation 0.0°), so a sundial's "
+            "shadow is too long and faint to read;") in texts.summary
+    assert "0.0° above" not in texts.summary and "0.0° below" not in texts.summary
+
+
 def test_the_summary_counts_the_sun_set_once_sunset_has_passed(narrator):
     # Tromsø, 15 May 2026, a minute and a half after the 23:48 sunset. Refracted for 10 °C and 1010 hPa (0.62°),
     # the centre at the standard −0.8333° reads −0.21°; here it reads −0.24°, above the −0.27° at which the
