@@ -293,6 +293,18 @@ def test_the_pages_angles_round_the_jsons_figure_as_the_texts_do(visit):
     visit.assert_clean()
 
 
+def test_a_sun_whose_elevation_reads_0_0_stands_on_the_horizon_as_in_the_summary(visit):
+    # Paris at sunset, the centre 0.029° below the horizon: the page read "−0.0° (below the horizon)".
+    page = visit.page
+    page.goto(visit.base_url + "/?" + urlencode({"date": "2026-07-14", "local_time": "21:48:40",
+                                                 "latitude": "48.8566", "longitude": "2.3522"}))
+    page.locator("#result").wait_for(state="visible")
+    assert shown(page, "#elevation-value") == "0.0° (on the horizon)"
+    assert page.locator("#altitude title").text_content() == "The Sun is on the horizon"
+    assert "The Sun stands on the horizon" in shown(page, "#summary")
+    visit.assert_clean()
+
+
 def paris_by_coordinates(visit: Visit) -> Page:
     """The page opened afresh, in coordinate mode, with a point in Paris typed in."""
     page = visit.page

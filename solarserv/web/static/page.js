@@ -337,7 +337,7 @@ function showResult(result) {
   byId("total-note").textContent = `${result.local_time} ${total < 0 ? MINUS : "+"} ${duration(total)} = ${result.true_solar_time}`;
 
   byId("azimuth-value").textContent = `${roundedFigure(sun.azimuth, 1)}° (${compassPoint(sun.azimuth)})`;
-  byId("elevation-value").textContent = `${sun.elevation < 0 ? MINUS : ""}${roundedFigure(sun.elevation, 1)}°${sun.elevation < 0 ? " (below the horizon)" : ""}`;
+  byId("elevation-value").textContent = elevationText(sun.elevation);
   drawCompass(byId("compass"), sun.azimuth, sun.elevation);
   drawAltitude(byId("altitude"), sun.elevation);
   showEvents(result.solar_events, result.date);
@@ -421,8 +421,9 @@ function drawAltitude(svg, elevation) {
     svgElement("line", { class: "pointer", x1: 0, y1: 0, x2: sunX, y2: sunY }),
     svgElement("circle", { class: elevation >= 0 ? "sun" : "sun below", cx: sunX, cy: sunY, r: 7 }),
   ];
-  const where = elevation >= 0 ? "above" : "below";
-  replacePicture(svg, `The Sun is ${roundedFigure(elevation, 1)}° ${where} the horizon`, parts);
+  const figure = roundedFigure(elevation, 1);
+  const where = figure === "0.0" ? "on the horizon" : `${figure}° ${elevation >= 0 ? "above" : "below"} the horizon`;
+  replacePicture(svg, `The Sun is ${where}`, parts);
 }
 
 /** The year's equation of time from the API, with this result's instant marked on it. */
@@ -539,6 +540,14 @@ function figureUnits(value) {
 /** The size of a number of minutes in whole seconds: n ten-thousandths of a minute are 3n/500 s. */
 function wholeSeconds(minutes) {
   return Math.floor((figureUnits(minutes) * 3 + 250) / 500);
+}
+
+/** An elevation to the tenth, on the horizon when that reads 0.0° (as the summary says): "−0.0°" took a side
+ * for a centre 0.03° below it. */
+function elevationText(elevation) {
+  const figure = roundedFigure(elevation, 1);
+  if (figure === "0.0") return "0.0° (on the horizon)";
+  return elevation < 0 ? `${MINUS}${figure}° (below the horizon)` : `${figure}°`;
 }
 
 /** The size of an angle to `digits` (at most 4) decimals: "0.2" for 0.15. */
