@@ -88,16 +88,18 @@ def _parse(fields: Mapping[str, Any], number: Any) -> SolarQuery:
     latitude = number(fields, "latitude")
     longitude = number(fields, "longitude")
 
+    has_coordinates = latitude is not None or longitude is not None
+    # A shape problem (400) is told before any value's (422), a missing mode as a missing field.
+    if place_name is None and not has_coordinates:
+        raise malformed("Give either place_name, or latitude and longitude.")
+
     date = _parse_date(date_text)
     local_time = _parse_time(time_text)
-    has_coordinates = latitude is not None or longitude is not None
     if place_name is not None and has_coordinates:
         if not place_name.strip():  # an HTML form sends its empty fields
             raise invalid("place_name is empty while latitude and longitude are given: leave it out to use the "
                           "coordinates (give either place_name or latitude and longitude, not both).")
         raise invalid("Give either place_name or latitude and longitude, not both.")
-    if place_name is None and not has_coordinates:
-        raise malformed("Give either place_name, or latitude and longitude.")
     if place_name is not None:
         return SolarQuery(date, local_time, place_name=_check_place_name(place_name))
     if latitude is None or longitude is None:

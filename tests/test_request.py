@@ -79,6 +79,15 @@ def test_neither_mode_is_400():
     assert rejected(parse_json_fields, {"date": "2026-07-14", "local_time": "14:30"}).status == 400
 
 
+@pytest.mark.parametrize("fields", [{"date": "2026-7-14", "local_time": "14:30"},
+                                    {"date": "2026-07-14", "local_time": "25:00"}])
+def test_a_body_without_either_mode_is_400_whatever_its_values(fields):
+    # A shape problem is told before a value problem, as for every other field: a bad date hid the missing
+    # place_name or coordinates behind a 422, and the fixed request was then a 400.
+    error = rejected(parse_json_fields, fields)
+    assert error.status == 400 and error.message == "Give either place_name, or latitude and longitude."
+
+
 @pytest.mark.parametrize("changes,words", [
     ({"latitude": 90.5}, "latitude must be between -90 and 90"),
     ({"longitude": -180.01}, "longitude must be between -180 and 180"),
