@@ -246,6 +246,18 @@ async def test_a_form_posted_to_the_api_is_told_its_body_is_not_json(api):
     assert "not valid JSON" in assert_envelope(reply, 400, "INVALID_REQUEST")["message"]
 
 
+@pytest.mark.parametrize("body,name,times", [
+    ('{"date": "2026-07-14", "local_time": "12:00", "latitude": 48.85, "longitude": 2.35, "date": "2026-07-15"}',
+     "date", 2),
+    ('{"place_name": "Paris", "place_name": "Lyon", "place_name": "Nice", "date": "2026-07-14"}', "place_name", 3),
+])
+async def test_a_field_given_twice_in_the_body_is_refused_as_a_repeated_query_parameter_is(api, body, name, times):
+    # json.loads kept the last value: the first date was dropped without a word.
+    reply = await api("/api/v1/solar-time", "POST", body, {"Content-Type": "application/json"})
+    message = assert_envelope(reply, 400, "INVALID_REQUEST")["message"]
+    assert f'the field "{name}" {times} times; give it once' in message
+
+
 @pytest.mark.parametrize("encoding", [" Identity ", "", "  "])  # empty, it names no coding: it was a 415
 async def test_content_encoding_identity_or_empty_is_read_in_any_case_and_spacing(api, encoding):
     reply = await api("/api/v1/solar-time", "POST", json.dumps(PARIS),

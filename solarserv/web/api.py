@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 from typing import Any
 
@@ -50,11 +51,23 @@ def decode_json(body: bytes) -> Any:
         # Numbers as Decimal: exact, and read whatever their size (int() refuses more than 4,300 digits, float()
         # makes 1e400 infinite), so that one out of range is refused as such, quoted as sent.
         return json.loads(body, parse_constant=_reject_constant, parse_float=request_fields.decimal_number,
-                          parse_int=request_fields.decimal_number)
+                          parse_int=request_fields.decimal_number, object_pairs_hook=_object_without_repeats)
     except (UnicodeDecodeError, ValueError) as exc:
         raise malformed(f"The request body is not valid JSON: {exc}.") from None
     except RecursionError:
         raise malformed("The request body is nested too deeply.") from None
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose names are each given once. JSON allows a repeat and json.loads keeps the last value,
+    which hides a client's mistake (a field set twice by code that merges two objects); a query parameter
+    given twice is refused too."""
+    fields = dict(pairs)
+    if len(fields) < len(pairs):
+        name, times = collections.Counter(name for name, _ in pairs).most_common(1)[0]
+        quoted = json.dumps(name, ensure_ascii=False)
+        raise malformed(f"The request body gives the field {quoted} {times} times; give it once.")
+    return fields
 
 
 def _reject_constant(name: str) -> None:
