@@ -379,6 +379,24 @@ def test_the_most_populous_candidate_is_the_one_recommended(geocoder, name, reco
     assert max(candidates, key=lambda c: c["population"])["display_name"] == recommended
 
 
+@pytest.mark.parametrize("name,recommended,also_offered", [
+    # GeoNames lists "Porto" among Bordeaux's names (265,328 people; Porto 252,687), "Salem" among Jerusalem's and
+    # "Marburg" among Maribor's (96,209; Marburg an der Lahn, whose short form it is, 78,895).
+    ("Porto", "Porto, Portugal", "Bordeaux, Nouvelle-Aquitaine, France"),
+    ("Salem", "Salem, Tamil Nādu, India", "Jerusalem, Israel"),
+    ("Marburg", "Marburg an der Lahn, Hessen, Germany", "Maribor, Slovenia"),
+    # Rome is 163 times Roma, Lesotho; Köln 58 times Colonia, New Jersey.
+    ("Roma", "Rome, Lazio, Italy", "Roma, Maseru, Lesotho"),
+    ("Colonia", "Köln, Nordrhein-Westfalen, Germany", "Colonia, New Jersey, United States"),
+])
+def test_an_alternate_name_is_recommended_over_a_place_bearing_the_name_only_when_far_bigger(
+        geocoder, name, recommended, also_offered):
+    candidates = refusal(geocoder, name).extra["candidates"]
+    assert [c["display_name"] for c in candidates if c["recommended"]] == [recommended]
+    assert candidates[0]["display_name"] == recommended
+    assert also_offered in {c["display_name"] for c in candidates}
+
+
 def test_candidates_of_one_display_name_are_told_apart_by_their_position(geocoder):
     # Two Lisbons in Ohio (39.86°N and 40.77°N); GeoNames gives no county to name them by.
     names = [candidate["display_name"] for candidate in refusal(geocoder, "Lisbon").extra["candidates"]]
@@ -591,7 +609,7 @@ def test_an_alternate_name_does_not_count_in_a_country_where_a_place_bears_it_as
     assert relevant([paterson, great_falls]) == [great_falls]
     # In another country it still does: the Italians' Firenze is the English-speakers' Florence.
     firenze, alabama = _match("Firenze", "IT", 367_150, own=False), _match("Florence", "US", 40_184, own=True)
-    assert relevant([alabama, firenze]) == [firenze, alabama]
+    assert firenze in relevant([alabama, firenze])
 
 
 def test_a_short_form_counts_where_a_smaller_place_bears_it_as_its_own_and_not_beside_a_bigger_one():
@@ -601,6 +619,27 @@ def test_a_short_form_counts_where_a_smaller_place_bears_it_as_its_own_and_not_b
     mazowiecki = Match(Place("Mińsk Mazowiecki", 0.0, 0.0, "PL", 40_000), by_own_name=False, short_form=True)
     minsk = _match("Minsk", "BY", 1_742_124, own=True)
     assert relevant([mazowiecki, minsk]) == [minsk]
+
+
+def test_an_alternate_name_outranks_a_bearer_abroad_of_at_most_100000_people_30_times_its_size():
+    porto, bordeaux = _match("Porto", "PT", 252_687, own=True), _match("Bordeaux", "FR", 265_328, own=False)
+    assert relevant([bordeaux, porto]) == [porto, bordeaux]
+    rome, lesotho = _match("Rome", "IT", 2_318_895, own=False), _match("Roma", "LS", 14_259, own=True)
+    assert relevant([rome, lesotho]) == [rome, lesotho]
+    delhi, dili = _match("Delhi", "IN", 11_034_555, own=False), _match("Dili", "TL", 150_000, own=True)
+    assert relevant([delhi, dili]) == [dili, delhi]  # 74 times its size, but Dili has more than 100,000
+    three_million, hundred_thousand = _match("A", "AA", 3_000_000, own=False), _match("B", "BB", 100_000, own=True)
+    assert relevant([three_million, hundred_thousand]) == [three_million, hundred_thousand]
+    maribor = _match("Maribor", "SI", 96_209, own=False)
+    lahn = Match(Place("Marburg an der Lahn", 0.0, 0.0, "DE", 78_895), by_own_name=False, short_form=True)
+    assert relevant([maribor, lahn]) == [lahn, maribor]
+
+
+def test_within_one_country_the_most_populous_stays_first_whatever_name_it_bears():
+    # GeoNames lists "El Geneina" among Al-Junaynah's names and a fort's whose own name starts with it.
+    town = _match("Al-Junaynah", "SD", 162_981, own=False)
+    fort = Match(Place("El Geneina Fort", 0.0, 0.0, "SD", 134_264), by_own_name=False, short_form=True)
+    assert relevant([fort, town]) == [town, fort]
 
 
 def test_a_short_form_is_the_first_words_of_the_own_name_not_a_possessive():

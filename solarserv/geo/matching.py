@@ -33,6 +33,12 @@ _ABBREVIATIONS = {"st": "saint", "ste": "sainte", "mt": "mount", "ft": "fort"}
 # share of the population of the biggest place the name matched: "Peking" is also listed as a name of
 # Kosciusko, Mississippi, which must not stand beside Beijing.
 ALTERNATE_NAME_MIN_SHARE = 0.1
+# The country recommended for a name is weighed by its places' populations, but a place bearing the name as an
+# alternate name (not a short form) weighs only its population divided by this, at most ALTERNATE_NAME_WEIGHT_CAP.
+# GeoNames' transliterations make "Porto" a name of Bordeaux (265,328 people; Porto 252,687) and "Dili" one of Delhi
+# (74 times Dili), while "Roma" is still Rome, 163 times Roma, Lesotho.
+ALTERNATE_NAME_WEIGHT_DIVISOR = 30
+ALTERNATE_NAME_WEIGHT_CAP = 100_000
 # A 409 lists the most populous place of every country the name is in, then more up to this many.
 MAX_CANDIDATES = 10
 # A 409's message names this many of the countries, then says how many more (a name can be in dozens).
@@ -98,7 +104,7 @@ class Match:
 
 
 def relevant(matches: Iterable[Match]) -> list[Match]:
-    """The matches that count, most relevant (most populous) first.
+    """The matches that count, the recommended one first, then the others most populous first.
 
     A place's own name always counts. An alternate name counts only for a place in a country where no
     place bears the name as its own, more populous than every place that does, and with at least
@@ -115,6 +121,12 @@ def relevant(matches: Iterable[Match]) -> list[Match]:
     A place of unknown population (an online provider's) cannot be weighed so: its alternate name counts
     when the source ranks it above every place bearing the name as its own. Photon names places in English,
     hiding their own names: its Munich, first for "München", is not set aside for a village München.
+
+    The recommended one is the most populous place of the country of most weight (`_weight`): an alternate name,
+    unless a short form, outranks a place of another country bearing the name only when that place has at most
+    ALTERNATE_NAME_WEIGHT_CAP people and it ALTERNATE_NAME_WEIGHT_DIVISOR times as many or more. So "Porto"
+    recommends Porto, not Bordeaux, "Salem" Salem, India, not Jerusalem, and "Marburg" Marburg an der Lahn, not
+    Maribor; they stay candidates. Within a country population still decides.
     """
     matches = list(matches)
     biggest_own = max((_people(m) for m in matches if m.by_own_name), default=-1)
@@ -134,7 +146,19 @@ def relevant(matches: Iterable[Match]) -> list[Match]:
                 and _people(match) >= ALTERNATE_NAME_MIN_SHARE * biggest)
 
     kept = [match for rank, match in enumerate(matches) if counts(rank, match)]
-    return sorted(kept, key=_rank)
+    return _recommended_first(sorted(kept, key=_rank))
+
+
+def _recommended_first(ranked: list[Match]) -> list[Match]:
+    """`ranked` with the first match of the country of most weight (`_weight` of its heaviest match) moved to the
+    front; of countries of equal weight the first ranked, so that without populations nothing moves."""
+    weights: dict[str, float] = {}
+    for match in ranked:
+        country = match.place.country_code
+        weights[country] = max(weights.get(country, 0), _weight(match))
+    heaviest = max(weights, key=weights.__getitem__, default=None)
+    recommended = next((match for match in ranked if match.place.country_code == heaviest), None)
+    return [recommended, *(match for match in ranked if match is not recommended)] if recommended else ranked
 
 
 def _rank(match: Match) -> tuple[int, bool]:
@@ -142,6 +166,14 @@ def _rank(match: Match) -> tuple[int, bool]:
     places of unknown population keep the source's order (an online provider's relevance)."""
     known = match.place.population is not None
     return -_people(match), known and not match.by_own_name
+
+
+def _weight(match: Match) -> float:
+    """What the match weighs for its country to be recommended: its population if it bears the name as its own or
+    in a short form of it, else that divided by ALTERNATE_NAME_WEIGHT_DIVISOR, at most ALTERNATE_NAME_WEIGHT_CAP."""
+    if match.by_own_name or match.short_form:
+        return _people(match)
+    return min(_people(match) / ALTERNATE_NAME_WEIGHT_DIVISOR, ALTERNATE_NAME_WEIGHT_CAP)
 
 
 def _people(match: Match) -> int:
@@ -152,7 +184,7 @@ def _people(match: Match) -> int:
 def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = None) -> Located:
     """One place for a name, from the matches that survived any qualifiers (at least one).
 
-    Matches in more than one country → 409 AMBIGUOUS_LOCATION with the candidates, the most populous
+    Matches in more than one country → 409 AMBIGUOUS_LOCATION with the candidates, the first of relevant()
     recommended. Several in one country → the most populous, said in the notes. `narrowed_from`, when
     qualifiers were applied, is how many places the bare name matched before them.
     """
@@ -197,7 +229,7 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
 
 def _candidates(ranked: Sequence[Match]) -> list[Match]:
     """Each country's most populous match, so that a candidate can be resent for every country the name
-    is in, then the next most populous up to MAX_CANDIDATES; most populous first."""
+    is in, then the next most populous up to MAX_CANDIDATES; in `ranked`'s order, the recommended first."""
     first_of_country: dict[str, Match] = {}
     for match in ranked:
         first_of_country.setdefault(match.place.country_code, match)
