@@ -122,6 +122,8 @@ class Narrator:
         historical = blocks["solarserv_historical_context"]
         checks: list[Check] = []
         for contribution in call("solarserv_validation_checks"):
+            if contribution.value is None:  # no checks; a block's writer may not answer None (_block)
+                continue
             contributed = list(contribution.value) if isinstance(contribution.value, (list, tuple)) else None
             if contributed is None or not all(_is_check(check) for check in contributed):
                 log.error("plugin %s: solarserv_validation_checks must return a list of Check(bool, str), each text "
@@ -182,10 +184,11 @@ class Narrator:
         (``manager.hook.NAME(report=…)``), which stops at the first exception (here one that raises loses
         only its own answer) and costs 3 to 6 µs more a call (measured; five hooks an answer).
 
-        Kept from pluggy: an implementation gets only the parameters it declares, and None is no answer.
-        Not kept: pluggy calls the last registered first and honours tryfirst/trylast; here the order is the
-        loading order, the built-ins first (README, "The hooks"). A hook wrapper is not called as one: its
-        generator is refused as an answer of the wrong type."""
+        Kept from pluggy: an implementation gets only the parameters it declares. Not kept: None as no answer
+        (a block's one writer answering None, a forgotten return, has failed; validation checks skip it), and
+        pluggy calls the last registered first and honours tryfirst/trylast; here the order is the loading
+        order, the built-ins first (README, "The hooks"). A hook wrapper is not called as one: its generator
+        is refused as an answer of the wrong type."""
         for impl in impls[hook]:
             if running is not None:
                 running.append(impl.plugin_name)
@@ -198,8 +201,7 @@ class Narrator:
                 what = hookspecs.EXCLUSIVE_BLOCKS.get(hook, hook.removeprefix("solarserv_"))
                 failures.append(f"{impl.plugin_name} ({what})")
                 continue
-            if value is not None:
-                yield _Contribution(impl.plugin_name, value)
+            yield _Contribution(impl.plugin_name, value)
 
     def _render(self, narrative: Narrative, report: Report | None) -> str:
         if narrative.shared or report is None:  # inside a shared text, everything follows from the values

@@ -153,11 +153,14 @@ def test_a_plugin_returning_the_wrong_type_loses_only_its_own_checks(tmp_path, r
 
 @pytest.mark.parametrize(("hook", "returned", "promised"), [
     ("solarserv_share_text", "'a sentence, not a Narrative'", "a Narrative"),
+    # A forgotten return: the block was an empty string, with no log line and no failure in the validation text.
+    ("solarserv_solar_context", "None", "a Narrative"),
     ("solarserv_summary", "HistoricalContext(Narrative('plain.txt.j2'), found=True)", "a Narrative"),
     ("solarserv_historical_context", "Narrative('plain.txt.j2')", "a HistoricalContext(Narrative, bool)"),
     ("solarserv_historical_context", "HistoricalContext(Narrative('plain.txt.j2'), found='yes')",
      "a HistoricalContext(Narrative, bool)"),
-], ids=["a string", "a summary's HistoricalContext", "a history's bare Narrative", "a history's found not a bool"])
+], ids=["a string", "None", "a summary's HistoricalContext", "a history's bare Narrative",
+        "a history's found not a bool"])
 def test_a_block_plugin_returning_the_wrong_type_is_refused_in_one_line(tmp_path, report, caplog, hook, returned,
                                                                         promised):
     write(tmp_path / "templates", "plain.txt.j2", "Plain text.\n")
