@@ -28,7 +28,7 @@ from solarserv import config, formatting, hookspecs, narratives, plugin_manager
 from solarserv.hookspecs import Check, HistoricalContext, Narrative
 from solarserv.models import Report
 from solarserv.plugin_manager import BUILTIN_PLUGINS, LoadedPlugins
-from solarserv.text import has_hidden_characters
+from solarserv.text import escaped, has_hidden_characters, hidden_characters
 
 log = logging.getLogger(__name__)
 
@@ -169,11 +169,20 @@ class Narrator:
                 return "", None
             narrative, found = (value.narrative, value.found) if history else (value, None)
             try:
-                return self._render(narrative, report), found
+                text = self._render(narrative, report)
             except jinja2.TemplateNotFound as error:  # its traceback holds only Jinja's loader
                 log.error("plugin %s: rendering %s failed: %s", contribution.plugin, hook, error)
             except Exception:
                 log.exception("plugin %s: rendering %s failed", contribution.plugin, hook)
+            else:
+                # As a check's text, but for line breaks: a block is the JSON's, the page's and the terminal's
+                # (`solarserv calc`), and a terminal obeys control characters.
+                hidden = hidden_characters(text.replace("\n", ""))
+                if not hidden:
+                    return text, found
+                log.error("plugin %s: %s rendered %s into a text holding %s, which is no visible character: a text "
+                          "holds visible characters, spaces and line breaks", contribution.plugin, hook,
+                          narrative.template, escaped(hidden))
             failures.append(failed)
             return "", found
         return "", None

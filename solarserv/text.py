@@ -30,6 +30,13 @@ def has_hidden_characters(text: str) -> bool:
     return not text.isprintable() and any(_hidden(character) for character in text)
 
 
+def hidden_characters(text: str) -> str:
+    """Each hidden character of ``text`` once, in the order they come: for a message saying which."""
+    if not has_hidden_characters(text):
+        return ""
+    return "".join(dict.fromkeys(character for character in text if _hidden(character)))
+
+
 def in_words(items: Sequence[str], conjunction: str = "and") -> str:
     """``items`` as a sentence lists them: "a", "a and b", "a, b and c" (or "a, b or c")."""
     *others, last = items

@@ -468,6 +468,31 @@ def test_a_narrative_naming_no_template_is_logged_in_one_line(tmp_path, report, 
         "", builtin_texts.validation + "\n✗ plugin misnamed (share.text) failed; its text was left out.")
 
 
+def test_a_block_whose_text_holds_hidden_characters_is_refused_naming_them(tmp_path, report, builtin_texts, caplog):
+    # They went into the JSON, and from `solarserv calc` onto the terminal, which obeyed them.
+    write(tmp_path / "templates", "coloured.txt.j2", "Sundial time:\n{{ colour }}12:33:30{{ plain }}\n")
+    write(tmp_path / "templates", "two_lines.txt.j2", "A first line,\nand a second.\n")
+    write(tmp_path / "plugins", "coloured.py", '''
+        from solarserv.hookspecs import Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("coloured.txt.j2", {"colour": "\\x1b[31m", "plain": "\\x1b[0m\\x07"})
+
+        @hookimpl
+        def solarserv_solar_context(report):
+            return Narrative("two_lines.txt.j2")
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        texts = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / "templates")).narrate(report)
+    assert [(record.getMessage(), record.exc_info) for record in caplog.records] == [
+        ("plugin coloured: solarserv_summary rendered coloured.txt.j2 into a text holding \\x1b\\x07, which is no "
+         "visible character: a text holds visible characters, spaces and line breaks", None)]
+    assert (texts.summary, texts.validation) == (
+        "", builtin_texts.validation + "\n✗ plugin coloured (summary) failed; its text was left out.")
+    assert texts.solar_context == "A first line,\nand a second."
+
+
 def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_path, report, builtin_texts):
     write(tmp_path / "templates", "short_summary.txt.j2", "Sundial {{ true_solar|hms }}.\n")
     write(tmp_path / "plugins", "short_summary.py", f'''
