@@ -28,12 +28,16 @@ from solarserv import config, formatting, hookspecs, narratives, plugin_manager
 from solarserv.hookspecs import Check, HistoricalContext, Narrative
 from solarserv.models import Report
 from solarserv.plugin_manager import BUILTIN_PLUGINS, LoadedPlugins
-from solarserv.text import escaped, has_hidden_characters, hidden_characters
+from solarserv.text import TARGET_SHOWN, escaped, has_hidden_characters, hidden_characters, shortened
 
 log = logging.getLogger(__name__)
 
 # Why an answer has only the built-in texts while a narration that overran its time limit still runs.
 _STILL_BUSY = "third-party plugins (still busy with an earlier request, so none ran)"
+
+# The most characters a plugin's text may have, a block's or a check's: every built-in block has fewer than 1,100 in
+# every zone, and a plugin's 8 MB summary went out whole in every answer.
+LONGEST_TEXT = 10_000
 
 # Distinct shared texts kept (hookspecs.Narrative): the built-ins need one per time zone (~600).
 SHARED_TEXTS = 4096
@@ -127,7 +131,8 @@ class Narrator:
             contributed = list(contribution.value) if isinstance(contribution.value, (list, tuple)) else None
             if contributed is None or not all(_is_check(check) for check in contributed):
                 log.error("plugin %s: solarserv_validation_checks must return a list of Check(bool, str), each text "
-                          "one line of visible characters, got %r", contribution.plugin, contribution.value)
+                          "one line of visible characters, at most %s of them, got %s", contribution.plugin,
+                          f"{LONGEST_TEXT:,}", shortened(repr(contribution.value), longest=TARGET_SHOWN))
                 failures.append(f"{contribution.plugin} (validation_checks)")
                 continue
             checks.extend(contributed)
@@ -163,8 +168,9 @@ class Narrator:
             value = contribution.value
             failed = f"{contribution.plugin} ({hookspecs.EXCLUSIVE_BLOCKS[hook]})"
             if not (_is_history(value) if history else isinstance(value, Narrative)):
-                log.error("plugin %s: %s must return %s, got %r", contribution.plugin, hook,
-                          "a HistoricalContext(Narrative, bool)" if history else "a Narrative", value)
+                log.error("plugin %s: %s must return %s, got %s", contribution.plugin, hook,
+                          "a HistoricalContext(Narrative, bool)" if history else "a Narrative",
+                          shortened(repr(value), longest=TARGET_SHOWN))
                 failures.append(failed)
                 return "", None
             narrative, found = (value.narrative, value.found) if history else (value, None)
@@ -175,14 +181,10 @@ class Narrator:
             except Exception:
                 log.exception("plugin %s: rendering %s failed", contribution.plugin, hook)
             else:
-                # As a check's text, but for line breaks: a block is the JSON's, the page's and the terminal's
-                # (`solarserv calc`), and a terminal obeys control characters.
-                hidden = hidden_characters(text.replace("\n", ""))
-                if not hidden:
+                if not (unfit := _unfit(text)):
                     return text, found
-                log.error("plugin %s: %s rendered %s into a text holding %s, which is no visible character: a text "
-                          "holds visible characters, spaces and line breaks", contribution.plugin, hook,
-                          narrative.template, escaped(hidden))
+                log.error("plugin %s: %s rendered %s into a text %s", contribution.plugin, hook, narrative.template,
+                          unfit)
             failures.append(failed)
             return "", found
         return "", None
@@ -291,6 +293,18 @@ def _environment(template_dirs: list[Path]) -> jinja2.Environment:
     return env
 
 
+def _unfit(block: str) -> str | None:
+    """Why a block's rendered text is left out of the answer, for the log; None when it is fit."""
+    if len(block) > LONGEST_TEXT:
+        return f"of {len(block):,} characters, more than the {LONGEST_TEXT:,} a text may hold"
+    # As for a check's text, but for line breaks: a block is the JSON's, the page's and the terminal's (`solarserv
+    # calc`), and a terminal obeys control characters.
+    if hidden := hidden_characters(block.replace("\n", "")):
+        return (f"holding {escaped(hidden)}, which is no visible character: a text holds visible characters, spaces "
+                "and line breaks")
+    return None
+
+
 def _is_history(value: Any) -> bool:
     # As for a check: a found that is not a bool cannot be read as found or not_found without a guess.
     return isinstance(value, HistoricalContext) and isinstance(value.narrative, Narrative) and \
@@ -301,4 +315,4 @@ def _is_check(value: Any) -> bool:
     # A numpy bool or a text of None would print as ✓ / "None": the line must say what it means. A text of two
     # lines would make its second pass for one of the core's (a check, the confidence, a failed plugin).
     return isinstance(value, Check) and isinstance(value.passed, bool) and isinstance(value.text, str) and \
-        not has_hidden_characters(value.text)
+        len(value.text) <= LONGEST_TEXT and not has_hidden_characters(value.text)

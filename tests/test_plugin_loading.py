@@ -25,7 +25,7 @@ from solarserv.cli import main
 from solarserv.formatting import hms
 from solarserv.hookspecs import Narrative, hookimpl
 from solarserv.models import SolarQuery
-from solarserv.narration import Narrator, TemplateLoadError
+from solarserv.narration import LONGEST_TEXT, Narrator, TemplateLoadError
 from solarserv.pipeline import Pipeline
 from solarserv.plugin_manager import BUILTIN_PLUGINS, PluginConflict
 from solarserv.timefmt import shown_true_solar
@@ -491,6 +491,34 @@ def test_a_block_whose_text_holds_hidden_characters_is_refused_naming_them(tmp_p
     assert (texts.summary, texts.validation) == (
         "", builtin_texts.validation + "\n✗ plugin coloured (summary) failed; its text was left out.")
     assert texts.solar_context == "A first line,\nand a second."
+
+
+def test_a_text_longer_than_a_text_may_be_is_refused_in_a_short_log_line(tmp_path, report, builtin_texts, caplog):
+    # A plugin's 8 MB summary went out in every answer, and a check's 5 MB text, refused, was logged whole.
+    write(tmp_path / "templates", "long.txt.j2", "{{ words }}\n")
+    write(tmp_path / "plugins", "verbose.py", '''
+        from solarserv.hookspecs import Check, Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("long.txt.j2", {"words": "sun " * 2_501})
+
+        @hookimpl
+        def solarserv_validation_checks(report):
+            return [Check(True, "sun" * 5_000_000)]
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        texts = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / "templates")).narrate(report)
+    assert [record.getMessage() for record in caplog.records] == [
+        "plugin verbose: solarserv_summary rendered long.txt.j2 into a text of 10,003 characters, more than the "
+        f"{LONGEST_TEXT:,} a text may hold",
+        "plugin verbose: solarserv_validation_checks must return a list of Check(bool, str), each text one line of "
+        f"visible characters, at most {LONGEST_TEXT:,} of them, got [Check(passed=True, text='" + "sun" * 58
+        + "… (15000029 characters)",
+    ]
+    assert (texts.summary, texts.validation) == ("", builtin_texts.validation + "\n✗ plugin verbose (summary) failed; "
+                                                 "its text was left out.\n✗ plugin verbose (validation_checks) failed; "
+                                                 "its text was left out.")
 
 
 def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_path, report, builtin_texts):
