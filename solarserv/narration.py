@@ -32,9 +32,6 @@ from solarserv.text import TARGET_SHOWN, escaped, has_hidden_characters, hidden_
 
 log = logging.getLogger(__name__)
 
-# Why an answer has only the built-in texts while a narration that overran its time limit still runs.
-_STILL_BUSY = "third-party plugins (still busy with an earlier request, so none ran)"
-
 # The most characters a plugin's text may have, a block's or a check's: every built-in block has fewer than 1,100 in
 # every zone, and a plugin's 8 MB summary went out whole in every answer.
 LONGEST_TEXT = 10_000
@@ -77,6 +74,7 @@ class Narrator:
         self._plugin_timeout = plugin_timeout
         self._plugin_thread = _DaemonWorker()
         self._late: concurrent.futures.Future[Texts] | None = None  # a narration that overran the limit
+        self._late_running: list[str] = []  # the plugins it has called, the last one still running
         # Texts of shared Narratives by (template, values); bounded, as a plugin's values may vary freely.
         self._shared_text = functools.lru_cache(maxsize=SHARED_TEXTS)(self._render_shared)
 
@@ -100,20 +98,26 @@ class Narrator:
         if not self._third_party:
             return self.narrate(report)
         if self._late is not None and not self._late.done():
-            return self.narrate(report, third_party=False, left_out=[_STILL_BUSY])
+            return self.narrate(report, third_party=False, left_out=[self._still_busy()])
         running: list[str] = []
         narration = self._plugin_thread.submit(self.narrate, report, running=running)
         done, _ = await asyncio.wait([asyncio.wrap_future(narration)], timeout=self._plugin_timeout)
         if done:
             return narration.result()
         if narration.cancel():  # never started: queued behind one that overran
-            return self.narrate(report, third_party=False, left_out=[_STILL_BUSY])
-        self._late = narration
+            return self.narrate(report, third_party=False, left_out=[self._still_busy()])
+        self._late, self._late_running = narration, running
         culprit = running[-1] if running else "third-party plugins"  # none called yet: the thread was starved
         log.error("plugin %s did not answer within %g s; answering with the built-in texts",
                   culprit, self._plugin_timeout)
         return self.narrate(report, third_party=False, left_out=[
             f"{culprit} (no answer within {self._plugin_timeout:g} s, so no third-party plugin's text is used)"])
+
+    def _still_busy(self) -> str:
+        """Why an answer has only the built-in texts while a narration that overran its limit still runs, naming
+        the plugin it runs: the one that overran, or a later one that hangs too."""
+        culprit = self._late_running[-1] if self._late_running else "third-party plugins"
+        return f"{culprit} (still busy with an earlier request, so no third-party plugin ran)"
 
     def narrate(self, report: Report, *, third_party: bool = True, left_out: Sequence[str] = (),
                 running: list[str] | None = None) -> Texts:

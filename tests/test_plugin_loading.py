@@ -724,7 +724,8 @@ def test_a_plugin_that_hangs_does_not_hold_up_the_answer(tmp_path, report, built
     # While it still hangs, the next answer does not wait for the limit again.
     second = asyncio.run(narrator.narrate_in_time(report))
     assert second.validation.splitlines()[-1] == \
-        "✗ plugin third-party plugins (still busy with an earlier request, so none ran) failed; its text was left out."
+        "✗ plugin slow_check (still busy with an earlier request, so no third-party plugin ran) failed; its text was " \
+        "left out."
     release.touch()
     deadline = time.monotonic() + 60
     while not narrator._late.done() and time.monotonic() < deadline:
