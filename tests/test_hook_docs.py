@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from solarserv.timefmt import format_hms, shown_true_solar
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE = re.compile(r"<!-- example-plugin: (?P<name>[\w.]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL)
+EXAMPLE_TEST = re.compile(r"<!-- example-test: (?P<name>[\w.]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL)
 EXAMPLE_TEMPLATE = re.compile(r"<!-- example-template: (?P<name>[\w.]+) -->\s*```jinja\n(?P<code>.*?)```", re.DOTALL)
 
 
@@ -82,6 +86,22 @@ def test_the_readme_example_plugin_loads_from_plugins_dir_and_runs(tmp_path):
     day = narrator.narrate(report_at("Paris", "2026-07-14", "14:30")).validation
     night = narrator.narrate(report_at("Paris", "2026-07-14", "23:30")).validation
     assert "✗" not in day and "✗" in night
+
+
+def test_the_readme_example_test_passes_on_the_example_plugin(tmp_path, data_dir):
+    # A contributor was told how to load a plugin and see it run, not how to test it.
+    section = plugins_section()
+    plugin, test = EXAMPLE.search(section), EXAMPLE_TEST.search(section)
+    assert test, "README plugins section has no <!-- example-test: NAME.py --> code block"
+    for directory, block in (("my-plugins", plugin), ("tests", test)):
+        (tmp_path / directory).mkdir()
+        (tmp_path / directory / block["name"]).write_text(block["code"], encoding="utf-8")
+    # As a contributor runs it, in a directory of their own; the index already built, in the session's data dir.
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": "my-plugins", "SOLARSERV_DATA_DIR": str(data_dir)},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout
 
 
 def test_the_readme_example_of_a_block_taken_over_runs_with_its_template(tmp_path):
