@@ -15,6 +15,7 @@ installed inside solarserv).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -214,7 +215,8 @@ def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_load
     own = [(caller.name, impl) for caller in callers for impl in caller.get_hookimpls() if impl.plugin is plugin]
     wrappers = [hook for hook, impl in own if impl.hookwrapper or impl.wrapper]
     asynchronous = [hook for hook, impl in own if inspect.iscoroutinefunction(impl.function)]
-    wrong = ((unknown, "no solarserv hook"), (wrappers, "a hook wrapper, which solarserv does not call as one"),
+    wrong = ((unknown, _no_hook(unknown) if unknown else ""),
+             (wrappers, "a hook wrapper, which solarserv does not call as one"),
              (asynchronous, "async, and solarserv calls hooks as plain functions"))
     for hooks, why in wrong:
         if hooks:
@@ -226,6 +228,18 @@ def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_load
     if ordered:
         log.warning("plugin %s: tryfirst and trylast have no effect (on %s): solarserv calls the hooks in loading "
                     "order, the built-ins first", name, ", ".join(ordered))
+
+
+def _no_hook(names: list[str]) -> str:
+    """Why ``names`` are refused: the hooks they were likely meant to be, else the hooks there are."""
+    hooks = sorted(name for name, value in vars(hookspecs).items() if hasattr(value, "solarserv_spec"))
+    # Compared without the prefix they all share, which made any name look close to some hook.
+    words = {hook.removeprefix("solarserv_"): hook for hook in hooks}
+    meant = [words[match] for name in names
+             for match in difflib.get_close_matches(name.removeprefix("solarserv_"), words, n=1)]
+    if len(meant) == len(names):
+        return f"no solarserv hook; did you mean {in_words(meant)}?"
+    return f"no solarserv hook; the hooks are {in_words(hooks)}"
 
 
 def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, str]) -> list[Path]:

@@ -205,8 +205,14 @@ def test_a_plugin_file_with_a_syntax_error_is_named_with_its_line_in_one_log_lin
 
 
 @pytest.mark.parametrize(("source", "logged"), [
+    # It said the name was no hook, not which one was meant.
     ("@hookimpl\ndef solarserv_validation_check(report):\n    return []\n",
-     "solarserv_validation_check is no solarserv hook"),
+     "plugin mismatched left out: solarserv_validation_check is no solarserv hook; did you mean "
+     "solarserv_validation_checks?"),
+    ("@hookimpl\ndef solarserv_footer(report):\n    return []\n",
+     "plugin mismatched left out: solarserv_footer is no solarserv hook; the hooks are solarserv_historical_context, "
+     "solarserv_share_text, solarserv_solar_context, solarserv_summary, solarserv_template_dirs and "
+     "solarserv_validation_checks"),
     ("@hookimpl\ndef solarserv_validation_checks(result):\n    return []\n", "can not be found in the hookspec"),
     # Called as a plain hook (narration._call), a wrapper's generator was refused on every answer.
     ("@hookimpl(hookwrapper=True)\ndef solarserv_validation_checks(report):\n    yield\n",
