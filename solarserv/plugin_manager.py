@@ -57,7 +57,7 @@ SLOW_PLUGIN_SECONDS = 5.0
 
 
 class PluginConflict(RuntimeError):
-    """Two third-party plugins claim the same text block, or the same name."""
+    """Two third-party plugins claim the same text block, the same name, or templates of the same name."""
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ def _no_hook(names: list[str]) -> str:
 
 def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, str]) -> list[Path]:
     """Each plugin's template directories; a plugin whose hook fails or answers wrongly is left out whole."""
-    found = []
+    found: list[tuple[str, Path]] = []
     for impl in manager.hook.solarserv_template_dirs.get_hookimpls():
         reason = "template directories could not be read"
         try:
@@ -270,11 +270,30 @@ def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, s
                           "is" if directory.resolve() == held else "holds", held)
                 reason = f"template directory {directory} holds Python's packages"
             else:
-                found.extend(Path(d) for d in dirs)
+                found.extend((impl.plugin_name, Path(d)) for d in dirs)
                 continue
         manager.unregister(name=impl.plugin_name)
         not_loaded[impl.plugin_name] = reason
-    return found
+    _refuse_shared_template_names(found)
+    return [directory for _, directory in found]
+
+
+def _refuse_shared_template_names(dirs: list[tuple[str, Path]]) -> None:
+    """Two plugins' directories may not hold templates of one name: Jinja finds the first, and the other plugin's
+    text was rendered from it without a word. Plugins naming one directory (files of one PLUGINS_DIR beside their
+    templates) share its templates."""
+    shippers: dict[str, list[str]] = {}
+    searched: set[Path] = set()
+    for plugin, directory in dirs:
+        if directory.resolve() in searched:
+            continue
+        searched.add(directory.resolve())
+        for template in sorted(directory.rglob("*.j2")):
+            shippers.setdefault(template.relative_to(directory).as_posix(), []).append(plugin)
+    for template, plugins in shippers.items():
+        if len(set(plugins)) > 1:
+            raise PluginConflict(f"plugins {_each_of(list(dict.fromkeys(plugins)))} ship a template named {template}, "
+                                 "and only one of them can be found: rename one of them")
 
 
 def _python_library_in(dirs: list[str | Path]) -> tuple[Path, Path] | None:

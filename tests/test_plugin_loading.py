@@ -568,6 +568,36 @@ def test_two_third_party_plugins_claiming_one_block_stop_start_up_naming_them(tm
                                  "block; keep only one of them")
 
 
+def test_two_plugins_shipping_a_template_of_one_name_stop_start_up_naming_them(tmp_path, report):
+    # Jinja finds the first: the second plugin's block was rendered from the first one's template, without a word.
+    for name, hook in (("dial_summary", "solarserv_summary"), ("dial_share", "solarserv_share_text")):
+        write(tmp_path / "plugins" / f"{name}_templates", "sundial.txt.j2", f"{name}'s text\n")
+        write(tmp_path / "plugins", f"{name}.py", f'''
+            from pathlib import Path
+
+            from solarserv.hookspecs import Narrative, hookimpl
+
+            @hookimpl
+            def {hook}(report):
+                return Narrative("sundial.txt.j2")
+
+            @hookimpl
+            def solarserv_template_dirs():
+                return [Path(__file__).parent / "{name}_templates"]
+        ''')
+    with pytest.raises(PluginConflict) as raised:
+        build(PLUGINS_DIR=str(tmp_path / "plugins"))
+    assert str(raised.value) == ("plugins dial_share and dial_summary both ship a template named sundial.txt.j2, "
+                                 "and only one of them can be found: rename one of them")
+    # Two plugins sharing one directory share its templates: files of one PLUGINS_DIR beside their templates.
+    (tmp_path / "plugins" / "dial_share_templates" / "sundial.txt.j2").unlink()
+    for name in ("dial_summary", "dial_share"):
+        plugin = tmp_path / "plugins" / f"{name}.py"
+        plugin.write_text(plugin.read_text().replace(f'/ "{name}_templates"', '/ "dial_summary_templates"'))
+    texts = build(PLUGINS_DIR=str(tmp_path / "plugins")).narrate(report)
+    assert texts.summary == texts.share_text == "dial_summary's text"
+
+
 def test_a_template_in_narratives_dir_overrides_the_built_in(tmp_path, report, builtin_texts):
     write(tmp_path, "share.txt.j2", "Sundial: {{ true_solar|hms }} ({{ report.civil.zone }})\n")
     texts = build(NARRATIVES_DIR=str(tmp_path)).narrate(report)
