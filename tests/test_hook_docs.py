@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ from solarserv.timefmt import format_hms, shown_true_solar
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE = re.compile(r"<!-- example-plugin: (?P<name>[\w.]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL)
 EXAMPLE_TEST = re.compile(r"<!-- example-test: (?P<name>[\w.]+) -->\s*```python\n(?P<code>.*?)```", re.DOTALL)
+EXAMPLE_DISTRIBUTION = re.compile(r"<!-- example-distribution: (?P<name>[\w.]+) -->\s*```toml\n(?P<code>.*?)```",
+                                  re.DOTALL)
 EXAMPLE_TEMPLATE = re.compile(r"<!-- example-template: (?P<name>[\w.]+) -->\s*```jinja\n(?P<code>.*?)```", re.DOTALL)
 
 
@@ -102,6 +105,26 @@ def test_the_readme_example_test_passes_on_the_example_plugin(tmp_path, data_dir
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout
+
+
+def test_the_readme_example_distribution_builds_a_wheel_of_the_example_with_its_entry_point(tmp_path):
+    # README gave the entry-point table alone, and a contributor the rest of a pyproject.toml to find out.
+    section = plugins_section()
+    plugin, distribution = EXAMPLE.search(section), EXAMPLE_DISTRIBUTION.search(section)
+    assert distribution, "README plugins section has no <!-- example-distribution: pyproject.toml --> code block"
+    source = tmp_path / "source"
+    source.mkdir()
+    for block in (plugin, distribution):
+        (source / block["name"]).write_text(block["code"], encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(tmp_path / "dist"), str(source)], check=True, timeout=300)
+    [wheel] = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        [entry_points] = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
+        assert archive.read(entry_points).decode().split() == ["[solarserv]", "readable_sundial", "=",
+                                                               "readable_sundial"]
+        assert archive.read("readable_sundial.py").decode() == plugin["code"]
 
 
 def test_the_readme_example_of_a_block_taken_over_runs_with_its_template(tmp_path):
