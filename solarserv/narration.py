@@ -15,8 +15,10 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
+import os
 import queue
 import threading
+import traceback
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,8 +184,8 @@ class Narrator:
                 text = self._render(narrative, report)
             except jinja2.TemplateNotFound as error:  # its traceback holds only Jinja's loader
                 log.error("plugin %s: rendering %s failed: %s", contribution.plugin, hook, error)
-            except Exception:
-                log.exception("plugin %s: rendering %s failed", contribution.plugin, hook)
+            except Exception as error:
+                log.exception("plugin %s: rendering %s failed%s", contribution.plugin, hook, self._where(error))
             else:
                 if not (unfit := _unfit(text)):
                     return text, found
@@ -192,6 +194,16 @@ class Narrator:
             failures.append(failed)
             return "", found
         return "", None
+
+    def _where(self, error: Exception) -> str:
+        """Where in a template ``error`` arose, and what it is, for the first line of its log: the template and
+        its line come last in a traceback through Jinja's code, and the error after them."""
+        searched = [os.path.join(directory, "") for directory in getattr(self.templates.loader, "searchpath", [])]
+        in_templates = [frame for frame in traceback.extract_tb(error.__traceback__)
+                        if frame.filename.startswith(tuple(searched))]
+        if not in_templates:
+            return ""
+        return f": template {in_templates[-1].filename}, line {in_templates[-1].lineno}: {error}"
 
     def _call(self, hook: str, *, impls: Mapping[str, tuple[Any, ...]], report: Report, failures: list[str],
               running: list[str] | None) -> Iterable[_Contribution]:

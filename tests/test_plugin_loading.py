@@ -425,6 +425,26 @@ def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_
     ]
 
 
+def test_a_template_failing_to_render_is_named_with_its_line_in_the_first_log_line(tmp_path, report, caplog):
+    # The line said only that rendering failed; the template and what failed there came at the end of a traceback
+    # through Jinja's code.
+    template = write(tmp_path / "templates", "misspelt.txt.j2", "A sundial reads\n{{ word|upper }} {{ wrod }}.\n")
+    write(tmp_path / "plugins", "misspelt.py", '''
+        from solarserv.hookspecs import Narrative, hookimpl
+
+        @hookimpl
+        def solarserv_summary(report):
+            return Narrative("misspelt.txt.j2", {"word": "noon"})
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        texts = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / "templates")).narrate(report)
+    [record] = caplog.records
+    assert record.getMessage() == (f"plugin misspelt: rendering solarserv_summary failed: template {template}, line 2: "
+                                   "'wrod' is undefined")
+    assert record.exc_info  # and the traceback, for an error in a filter or a value's code
+    assert texts.summary == ""
+
+
 def test_a_narrative_with_a_value_named_report_is_refused_naming_the_plugin(tmp_path, report, builtin_texts, caplog):
     # It failed on every answer with Jinja's "render() got multiple values for keyword argument 'report'".
     write(tmp_path, "report_value.py", '''
