@@ -194,7 +194,7 @@ def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_load
     try:
         manager.register(plugin, name=name)
     except pluggy.PluginValidationError as exc:
-        log.error("plugin %s left out: %s", name, exc)
+        log.error("plugin %s left out: %s", name, _parameters_not_passed(manager, plugin) or " ".join(str(exc).split()))
         not_loaded[name] = "hooks do not match solarserv's"
         return
     callers = sorted(manager.get_hookcallers(plugin) or (), key=lambda caller: caller.name)
@@ -228,6 +228,23 @@ def _register(manager: pluggy.PluginManager, plugin: object, name: str, not_load
     if ordered:
         log.warning("plugin %s: tryfirst and trylast have no effect (on %s): solarserv calls the hooks in loading "
                     "order, the built-ins first", name, ", ".join(ordered))
+
+
+def _parameters_not_passed(manager: pluggy.PluginManager, plugin: object) -> str | None:
+    """The plugin's hooks that take parameters solarserv does not pass, and what each hook gets, in one line; pluggy
+    says it in three, of the "hookimpl" and the "hookspec"."""
+    wrong = []
+    for name in sorted(dir(plugin)):
+        caller = getattr(manager.hook, name, None) if name.startswith("solarserv_") else None
+        if caller is None or caller.spec is None or manager.parse_hookimpl_opts(plugin, name) is None:
+            continue
+        required = [parameter.name for parameter in inspect.signature(getattr(plugin, name)).parameters.values()
+                    if parameter.default is parameter.empty
+                    and parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)]
+        if extra := [parameter for parameter in required if parameter not in caller.spec.argnames]:
+            gets = in_words(list(caller.spec.argnames)) if caller.spec.argnames else "no parameter"
+            wrong.append(f"{name} takes {in_words(extra)}, which solarserv does not pass: the hook gets {gets}")
+    return "; ".join(wrong) or None
 
 
 def _no_hook(names: list[str]) -> str:

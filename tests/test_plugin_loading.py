@@ -213,7 +213,13 @@ def test_a_plugin_file_with_a_syntax_error_is_named_with_its_line_in_one_log_lin
      "plugin mismatched left out: solarserv_footer is no solarserv hook; the hooks are solarserv_historical_context, "
      "solarserv_share_text, solarserv_solar_context, solarserv_summary, solarserv_template_dirs and "
      "solarserv_validation_checks"),
-    ("@hookimpl\ndef solarserv_validation_checks(result):\n    return []\n", "can not be found in the hookspec"),
+    # One line saying what to pass, not pluggy's three about the "hookimpl" and the "hookspec".
+    ("@hookimpl\ndef solarserv_validation_checks(result):\n    return []\n",
+     "plugin mismatched left out: solarserv_validation_checks takes result, which solarserv does not pass: the hook "
+     "gets report"),
+    ("@hookimpl\ndef solarserv_template_dirs(report, settings):\n    return []\n",
+     "plugin mismatched left out: solarserv_template_dirs takes report and settings, which solarserv does not pass: "
+     "the hook gets no parameter"),
     # Called as a plain hook (narration._call), a wrapper's generator was refused on every answer.
     ("@hookimpl(hookwrapper=True)\ndef solarserv_validation_checks(report):\n    yield\n",
      "solarserv_validation_checks is a hook wrapper, which solarserv does not call as one"),
@@ -228,7 +234,8 @@ def test_a_plugin_whose_hooks_do_not_match_the_specs_is_left_out(tmp_path, repor
     write(tmp_path, "mismatched.py", "from solarserv.hookspecs import hookimpl\n\n" + source)
     with caplog.at_level(logging.ERROR, logger="solarserv.plugin_manager"):
         narrator = build(PLUGINS_DIR=str(tmp_path))
-    assert logged in caplog.text
+    assert [record.getMessage() for record in caplog.records if "\n" not in record.getMessage()
+            and logged in record.getMessage()], caplog.text
     assert "mismatched" not in {name for name, _ in narrator.plugins.manager.list_name_plugin()}
     assert narrator.plugins.not_loaded == {"mismatched": "hooks do not match solarserv's"}
     assert narrator.narrate(report).validation.splitlines()[-1] == \
