@@ -35,6 +35,7 @@ from typing import Any
 
 # The month names, offsets, and the rounding to the minute, the second and the tenth of a degree of a JSON
 # figure as solarserv.timefmt writes them.
+from solarserv.text import in_words
 from solarserv.timefmt import MONTH_NAMES, format_offset, round_to_minute, rounded_figure, whole_seconds
 
 # How times, offsets and coordinates are written is shared with the result JSON (solarserv.timefmt);
@@ -136,21 +137,14 @@ def year_spans(runs: Sequence[Any]) -> str:
             years.extend(str(year) for year in range(run.first_year, run.last_year + 1))
             continue
         if years:
-            phrases.append("in " + _and_joined(years))
+            phrases.append("in " + in_words(years))
             years = []
         every = "" if any(phrase.startswith(("every", "from")) for phrase in phrases) else "every year "
         phrases.append(f"{every}from {run.first_year} to {run.last_year}")
     if years:
-        phrases.append("in " + _and_joined(years))
+        phrases.append("in " + in_words(years))
     # A comma before the last "and" once a phrase has an "and" of its own: "in 1916 and 1918, and from …".
-    return _and_joined(phrases, serial=any(" and " in phrase for phrase in phrases))
-
-
-def _and_joined(items: Sequence[str], *, serial: bool = False) -> str:
-    """"a", "a and b", "a, b and c" (with ``serial``, "a, and b" and "a, b, and c")."""
-    if len(items) < 2:
-        return "".join(items)
-    return ", ".join(items[:-1]) + (", and " if serial else " and ") + items[-1]
+    return in_words(phrases, serial=any(" and " in phrase for phrase in phrases)) if phrases else ""
 
 
 def paragraph(text: str) -> str:

@@ -37,10 +37,13 @@ def hidden_characters(text: str) -> str:
     return "".join(dict.fromkeys(character for character in text if _hidden(character)))
 
 
-def in_words(items: Sequence[str], conjunction: str = "and") -> str:
-    """``items`` as a sentence lists them: "a", "a and b", "a, b and c" (or "a, b or c")."""
+def in_words(items: Sequence[str], conjunction: str = "and", *, serial: bool = False) -> str:
+    """``items`` as a sentence lists them: "a", "a and b", "a, b and c" (or "a, b or c"); with ``serial`` a comma
+    before the conjunction too, "a, and b", for items that hold a conjunction of their own."""
     *others, last = items
-    return f"{', '.join(others)} {conjunction} {last}" if others else last
+    if not others:
+        return last
+    return f"{', '.join(others)}{',' if serial else ''} {conjunction} {last}"
 
 
 def terminal_width(text: str) -> int:
