@@ -227,18 +227,18 @@ def _check_key_store(settings: Any) -> None:
 def _announce(line: str) -> None:
     """Print a line in one write: workers share stdout, and print() writes the text and the newline
     separately when Python runs unbuffered (PYTHONUNBUFFERED), so two workers' lines could interleave.
-    Without a reader (`serve >&-`, `serve | head -1` once head has gone) the line goes nowhere and the server
-    goes on: the lines are for whoever watches, and a failed write stopped the server, or made every worker
-    fail at each start until the parent gave up."""
+    Without a reader (`serve >&-`, `serve | head -1` once head has gone, a terminal closed after `serve &`) the
+    line goes nowhere and the server goes on: the lines are for whoever watches, and a failed write stopped the
+    server, or made every worker fail at each start until the parent gave up."""
     if sys.stdout is None:  # started with stdout closed
         return
     try:
         sys.stdout.write(f"{line}\n")
         sys.stdout.flush()
-    except BrokenPipeError:
+    except OSError as exc:  # a broken pipe; EIO from a terminal hung up
         discard_stdout()
-        log.warning("stdout has no reader any more: the lines solarserv prints there (where it listens, the console "
-                    "link) are dropped")
+        log.warning("stdout has no reader any more (%s): the lines solarserv prints there (where it listens, the "
+                    "console link) are dropped", exc.strerror or exc)
 
 
 def _worker_sockets(inherited: list[socket.socket], host: str) -> list[socket.socket]:

@@ -23,18 +23,19 @@ from solarserv.web.server import make_server
 
 
 def start_solarserv(arguments: Sequence[str], log_path: Path, open_file_limit: tuple[int, int] | None = None,
-                    under: Sequence[str] = ()) -> subprocess.Popen:
+                    under: Sequence[str] = (), stdout: int = subprocess.PIPE) -> subprocess.Popen:
     """`python -m solarserv serve ARGUMENTS` as a real subprocess on its embedded defaults (the environment the
     tests run in has none of this shell's solarserv settings, and no installed plugin allowed: conftest's
     hermetic_environment): its stdout piped as text for the lines it prints, its log to a file.
     ``open_file_limit``: its RLIMIT_NOFILE (soft, hard) instead of this process's. ``under``: a command that runs
-    it, as `nohup` does (one that execs it, so the process returned is the server's)."""
+    it, as `nohup` does (one that execs it, so the process returned is the server's). ``stdout``: a descriptor in
+    place of the pipe."""
     def limit_open_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, open_file_limit)
 
     with log_path.open("w") as log:  # the server keeps its own copy of the file
         return subprocess.Popen([*under, sys.executable, "-m", "solarserv", "serve", *arguments],
-                                stdout=subprocess.PIPE, stderr=log, text=True,
+                                stdout=stdout, stderr=log, text=True,
                                 preexec_fn=limit_open_files if open_file_limit else None)
 
 
@@ -63,7 +64,8 @@ def stop_solarserv(process: subprocess.Popen) -> None:
             worker.kill()
         process.kill()
     process.wait(timeout=30)
-    process.stdout.close()
+    if process.stdout:
+        process.stdout.close()
 
 
 @contextlib.contextmanager

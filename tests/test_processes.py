@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
 import signal
 import socket
@@ -357,6 +358,25 @@ def test_a_server_started_with_stdout_closed_serves(data_dir, tmp_path):
     log_path = tmp_path / "server.log"
     process = start_solarserv(["--port", str(port), "--data-dir", str(data_dir)], log_path,
                               under=["sh", "-c", 'exec "$@" >&-', "sh"])
+    try:
+        wait_for(lambda: process.poll() is not None or answers(port), "the server answering or ending")
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    finally:
+        stop_solarserv(process)
+    assert "Traceback" not in log_path.read_text()
+
+
+@pytest.mark.slow
+def test_a_server_whose_terminal_was_closed_serves(data_dir, tmp_path):
+    # `serve &` in a terminal closed after it (disowned, or under setsid): a write to a terminal hung up fails with
+    # EIO, not a broken pipe, and the ready line ended the server with a traceback.
+    port = unused_port()
+    log_path = tmp_path / "server.log"
+    terminal, server_side = pty.openpty()
+    process = start_solarserv(["--port", str(port), "--data-dir", str(data_dir)], log_path, stdout=server_side)
+    os.close(server_side)
+    os.close(terminal)  # before the server writes its ready line, which the hung-up terminal refuses
     try:
         wait_for(lambda: process.poll() is not None or answers(port), "the server answering or ending")
         process.terminate()
