@@ -91,6 +91,16 @@ def test_an_angle_is_the_jsons_figure_to_a_tenth_of_a_degree(value):
     assert formatting.degrees(value) == f"{_rounded_by_size(_json_figure(value), '0.1')}°"
 
 
+@given(st.floats(min_value=-90, max_value=360), st.integers(min_value=0, max_value=4))
+# Written 74.9249 and -78.2494, while the float products by 10⁴ are the ties 749249.5 and 782494.5: rounded from
+# those, they read "74.93°" and "-78.250°". No example of the tenths' test reaches that path.
+@example(74.92495, 2)
+@example(-78.24945, 3)
+def test_an_angle_to_any_decimals_is_the_jsons_figure_rounded(value, digits):
+    step = Decimal(1).scaleb(-digits)
+    assert formatting.degrees(value, digits) == f"{_rounded_by_size(_json_figure(value), str(step))}°"
+
+
 def hms_offset(hours: int, minutes: int, seconds: int, sign: int = 1) -> dt.timedelta:
     return sign * dt.timedelta(hours=hours, minutes=minutes, seconds=seconds)
 
