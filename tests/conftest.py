@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import warnings
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,12 @@ def hermetic_environment(tmp_path_factory):
     """Every test runs as if in a shell and a venv of its own. The shell's solarserv settings (SOLARSERV_*,
     PLUGINS_DIR, GEOCODER, …) are cleared and the SOLARSERV_PLUGINS allow-list set empty, for `main()` run
     in-process and for the subprocesses, which inherit the environment. And a plugin is installed (on sys.path)
-    that fails any test loading it: one that let a contributor's installed plugin change its outcome."""
+    that fails any test loading it: one that let a contributor's installed plugin change its outcome. And the servers
+    the tests start take SIGHUP as from a terminal, also when this run ignores it (`nohup scripts/test`): they
+    inherited the ignoring, and the tests that stop them with SIGHUP waited out their timeouts and failed."""
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        # Still ignored here, by a handler of this process's own, which a program it starts does not inherit.
+        signal.signal(signal.SIGHUP, _ignore)
     site = tmp_path_factory.mktemp("site")
     (site / "solarserv_tripwire.py").write_text(TRIPWIRE_PLUGIN, encoding="utf-8")
     (site / "solarserv_tripwire-1.0.dist-info").mkdir()
@@ -68,6 +74,10 @@ def hermetic_environment(tmp_path_factory):
             patch.setenv(name, value)
         patch.syspath_prepend(str(site))
         yield
+
+
+def _ignore(signum: int, frame: Any) -> None:
+    """A signal's handler that does nothing."""
 
 
 @pytest.fixture
