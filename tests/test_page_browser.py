@@ -301,6 +301,9 @@ def test_a_sun_whose_elevation_reads_0_0_stands_on_the_horizon_as_in_the_summary
     page.locator("#result").wait_for(state="visible")
     assert shown(page, "#elevation-value") == "0.0° (on the horizon)"
     assert page.locator("#altitude title").text_content() == "The Sun is on the horizon"
+    # Drawn as it reads, not hollow as a Sun below the horizon is: both sketches drew it so.
+    assert [page.locator(f"#{sketch} circle.sun").get_attribute("class") for sketch in ("compass", "altitude")] == [
+        "sun", "sun"]
     assert "The Sun stands on the horizon" in shown(page, "#summary")
     visit.assert_clean()
 

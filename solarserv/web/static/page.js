@@ -401,7 +401,7 @@ function drawCompass(svg, azimuth, elevation) {
     ...[["N", 0, -63], ["E", 63, 0], ["S", 0, 63], ["W", -63, 0]].map(([text, x, y]) =>
       svgElement("text", { class: "cardinal", x, y, "text-anchor": "middle", "dominant-baseline": "central" }, text)),
     svgElement("line", { class: "pointer", x1: 0, y1: 0, x2: sunX, y2: sunY }),
-    svgElement("circle", { class: elevation >= 0 ? "sun" : "sun below", cx: sunX, cy: sunY, r: 7 }),
+    svgElement("circle", { class: sunClass(elevation), cx: sunX, cy: sunY, r: 7 }),
   ];
   replacePicture(svg, `The Sun is in the ${compassPoint(azimuth)}, azimuth ${roundedFigure(azimuth, 1)}° clockwise from north`, parts);
 }
@@ -419,11 +419,15 @@ function drawAltitude(svg, elevation) {
     svgElement("text", { class: "scale", x: -4, y: -radius, "text-anchor": "end", "dominant-baseline": "central" }, "90°"),
     svgElement("text", { class: "scale", x: radius + 4, y: -4 }, "0°"),
     svgElement("line", { class: "pointer", x1: 0, y1: 0, x2: sunX, y2: sunY }),
-    svgElement("circle", { class: elevation >= 0 ? "sun" : "sun below", cx: sunX, cy: sunY, r: 7 }),
+    svgElement("circle", { class: sunClass(elevation), cx: sunX, cy: sunY, r: 7 }),
   ];
-  const figure = roundedFigure(elevation, 1);
-  const where = figure === "0.0" ? "on the horizon" : `${figure}° ${elevation >= 0 ? "above" : "below"} the horizon`;
-  replacePicture(svg, `The Sun is ${where}`, parts);
+  const side = horizonSide(elevation);
+  replacePicture(svg, `The Sun is ${side === "on" ? "on" : `${roundedFigure(elevation, 1)}° ${side}`} the horizon`, parts);
+}
+
+/** The Sun drawn hollow when it reads as below the horizon. */
+function sunClass(elevation) {
+  return horizonSide(elevation) === "below" ? "sun below" : "sun";
 }
 
 /** The year's equation of time from the API, with this result's instant marked on it. */
@@ -545,9 +549,17 @@ function wholeSeconds(minutes) {
 /** An elevation to the tenth, on the horizon when that reads 0.0° (as the summary says): "−0.0°" took a side
  * for a centre 0.03° below it. */
 function elevationText(elevation) {
+  const side = horizonSide(elevation);
   const figure = roundedFigure(elevation, 1);
-  if (figure === "0.0") return "0.0° (on the horizon)";
-  return elevation < 0 ? `${MINUS}${figure}° (below the horizon)` : `${figure}°`;
+  if (side === "on") return `${figure}° (on the horizon)`;
+  return side === "below" ? `${MINUS}${figure}° (below the horizon)` : `${figure}°`;
+}
+
+/** "on" the horizon when the elevation reads 0.0° to the tenth, else "above" or "below": the texts, the figure and
+ *  the sketches all read it so. */
+function horizonSide(elevation) {
+  if (roundedFigure(elevation, 1) === "0.0") return "on";
+  return elevation < 0 ? "below" : "above";
 }
 
 /** The size of an angle to `digits` (at most 4) decimals: "0.2" for 0.15. */
