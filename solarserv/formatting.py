@@ -30,13 +30,21 @@ Python import the functions from here:
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 # The month names, offsets, and the rounding to the minute, the second and the tenth of a degree of a JSON
 # figure as solarserv.timefmt writes them.
 from solarserv.text import in_words
-from solarserv.timefmt import MONTH_NAMES, format_offset, round_to_minute, rounded_figure, whole_seconds
+from solarserv.timefmt import (
+    DEGREES_DECIMALS,
+    MONTH_NAMES,
+    format_offset,
+    round_to_minute,
+    rounded_figure,
+    whole_seconds,
+)
 
 # How times, offsets and coordinates are written is shared with the result JSON (solarserv.timefmt);
 # the filter names are the ones templates use.
@@ -94,8 +102,9 @@ def degrees(value: float, digits: int = 1) -> str:
 
 
 def compass(azimuth: float) -> str:
-    """The nearest of eight compass points for an azimuth (0° = north, clockwise): "south-east"."""
-    return COMPASS_POINTS[round(azimuth % 360 / 45) % 8]
+    """The nearest of eight compass points for an azimuth (0° = north, clockwise): "south-east". Judged on the JSON's
+    figure, a half-way azimuth (22.5°) taking the next point, as the page (page.js, compassPoint) reads it."""
+    return COMPASS_POINTS[math.floor(round(azimuth, DEGREES_DECIMALS) % 360 / 45 + 0.5) % 8]
 
 
 def compass_initials(azimuth: float) -> str:

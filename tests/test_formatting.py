@@ -191,3 +191,13 @@ async def test_a_coordinate_query_names_the_point_alike_in_the_json_and_the_text
     assert result["local_time"] == "14:30:05"
     assert f"a sundial reads {result['true_solar_time']} " in result["summary"]
     assert f"local time 14:30:05 = UTC {result['utc_time']} {result['utc_offset']}, " in result["validation"]
+
+
+@pytest.mark.parametrize(("azimuth", "point"), [
+    (22.5, "north-east"),  # read "north", half to even, where the page (Math.round) reads "north-east"
+    (112.5, "south-east"),
+    (22.49996, "north-east"),  # written 22.5: the page, which has only the JSON's figure, reads "north-east"
+    (337.5, "north"),
+])
+def test_a_compass_point_is_the_nearest_to_the_jsons_figure_half_up_as_on_the_page(azimuth, point):
+    assert formatting.compass(azimuth) == point
