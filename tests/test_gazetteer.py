@@ -348,6 +348,12 @@ def test_several_places_in_one_country_give_the_most_populous_and_say_so(geocode
     assert any("the most populous was taken: Portland, Oregon" in note for note in located.notes)
 
 
+@pytest.mark.parametrize("name", ["Paris", "Paris/", " Paris; ", "/Paris"])
+def test_an_ambiguous_names_example_of_narrowing_it_is_the_name_without_a_stray_separator(geocoder, name):
+    # "Paris/" was told to try "Paris/, FR", which reads the "/" as part of the name.
+    assert "e.g. 'Paris, FR'." in refusal(geocoder, name).message
+
+
 def test_a_name_in_several_countries_is_ambiguous_with_ranked_candidates(geocoder):
     error = refusal(geocoder, "Paris")
     assert (error.code, error.status) == ("AMBIGUOUS_LOCATION", 409)

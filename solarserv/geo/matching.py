@@ -43,6 +43,9 @@ ALTERNATE_NAME_WEIGHT_CAP = 100_000
 MAX_CANDIDATES = 10
 # A 409's message names this many of the countries, then says how many more (a name can be in dozens).
 COUNTRIES_NAMED = 10
+# Left off the ends of the name in a 409's example of narrowing it: "Paris/" is to try "Paris, FR", not "Paris/, FR"
+# ("/" and ";" are read as commas before a country or region).
+STRAY_SEPARATORS = " /;"
 # Candidates of one display name (two Lisbons in Ohio) are told apart by their position to this many
 # decimals, about a kilometre: places closer than that are one place for the Sun.
 TELLING_APART_DECIMALS = 2
@@ -199,7 +202,7 @@ def choose(asked: str, matches: Sequence[Match], *, narrowed_from: int | None = 
             "AMBIGUOUS_LOCATION", 409,
             f"'{asked}' matches places in {len(countries)} countries ({named}). "
             f"Resend with the latitude and longitude of one of the candidates, or narrow the name with a "
-            f"country or region, e.g. '{asked}, {chosen.place.country_code}'.",
+            f"country or region, e.g. '{asked.strip(STRAY_SEPARATORS)}, {chosen.place.country_code}'.",
             candidates=_told_apart([candidate_json(m.place, recommended=m is chosen) for m in _candidates(ranked)]),
         )
     notes = []
