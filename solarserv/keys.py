@@ -142,10 +142,12 @@ class ApiKey:
 
 @dataclass(frozen=True)
 class StatusChange:
-    """What KeyStore.set_status did: the key as it is now, and whether it had another status before."""
+    """What KeyStore.set_status did: the key as it is now, whether it had another status before, and, when it had
+    not, whether the console form asking had already been sent and its first sending changed it."""
 
     key: ApiKey
     changed: bool
+    form_sent_before: bool = False
 
     def told(self) -> str:
         """The change in one sentence, as the CLI prints it and the console shows it. A label holds no control
@@ -184,8 +186,9 @@ def create_console_sessions_table(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def create_console_forms_table(db: sqlite_utils.Database) -> None:
-    """The console's create forms that created a key, by the id each page gave its form, so that one sent twice
-    creates one key. A row a key, as small as its key's."""
+    """The console's forms that created a key or changed its status, by the id each page gave its form, so that a
+    create form sent twice creates one key, and a status form sent twice is told that its first sending changed the
+    key. A row a key and a change from the console, as small as its key's."""
     db["console_forms"].create({"id": str, "key_id": int}, pk="id", not_null={"key_id"})
 
 
@@ -388,9 +391,10 @@ class KeyStore:
         return ApiKey(**rows[0])
 
     @_explained
-    def set_status(self, key_id: int, status: str, *, by: str) -> StatusChange:
+    def set_status(self, key_id: int, status: str, *, by: str, form: str | None = None) -> StatusChange:
         """Give a key ``status``, as ``by`` asked (see ``create``); one it already has is left as it is, which the
-        audit line says too."""
+        audit line says too. ``form``: the id of the console form asking, recorded with a change it makes, so that
+        its second sending is told the first made it (StatusChange.form_sent_before)."""
         if status not in (ACTIVE, INACTIVE):
             raise KeyStoreError(f"A key's status is {ACTIVE} or {INACTIVE}, not {status!r}.")
         # Read under the write lock, so that the audit line says what this write changed, not what another's did.
@@ -399,12 +403,19 @@ class KeyStore:
             changed = before.status != status
             if changed:
                 self._db.execute("update keys set status = ? where id = ?", [status, before.id])
+                if form is not None:
+                    self._db["console_forms"].insert({"id": form, "key_id": before.id}, ignore=True)
+            form_sent_before = not changed and form is not None and self._form_changed(form, before.id)
         key = replace(before, status=status)
         if changed:
             _log_change(key, "reactivated" if status == ACTIVE else "deactivated", by)
         else:
             _log_change(key, f"left {status}", by, "it already was")
-        return StatusChange(key=key, changed=changed)
+        return StatusChange(key=key, changed=changed, form_sent_before=form_sent_before)
+
+    def _form_changed(self, form: str, key_id: int) -> bool:
+        rows = self._db.execute("select 1 from console_forms where id = ? and key_id = ?", [form, key_id])
+        return rows.fetchone() is not None
 
     # The console's sessions. The session cookie names one; only those recorded here, unexpired, admit.
 

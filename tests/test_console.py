@@ -865,6 +865,21 @@ async def test_a_change_from_a_page_gone_stale_under_another_operator_says_the_k
     assert [key.status for key in keys.all()] == ["inactive"]
 
 
+async def test_a_status_form_sent_twice_says_its_first_sending_changed_the_key(browser, keys):
+    # A browser without console.js sends the form again at a second click before the answer; the second answer, the
+    # one shown, said another window, operator or the CLI had changed the key, when this very form had.
+    issued = keys.create("Acme", "free", by="a test")
+    named = f"Key {issued.record.id} ({issued.record.preview}, “Acme”)"
+    await browser.log_in()
+    action = f"/console/keys/{issued.record.id}/deactivate"
+    form = form_fields(browser.text(await browser.get("/console")), action)
+    first, second = await browser.post(action, form), await browser.post(action, form)
+    assert (first.code, second.code) == (303, 303)
+    assert notice_of(browser.text(await browser.get("/console"))) == (
+        f"{named} was already inactive: this form had already been sent, and its first sending changed it.")
+    assert [key.status for key in keys.all()] == ["inactive"]
+
+
 async def test_each_change_of_a_key_in_the_console_is_one_audit_line_naming_the_client_as_the_access_log_does(
         browser, app, keys, caplog):
     # The access line alone said "POST /console/keys/1/deactivate": not which key, nor that it was the key 1 of then.
@@ -916,7 +931,8 @@ async def test_a_change_returns_to_the_page_of_keys_it_was_made_on(browser, keys
     assert row_of(browser.text(await browser.get(search)), oldest.preview)[5] == "inactive"
     # The first page of all keys is the console itself; a page that is no page number goes there too.
     newest = issued[-1].record.id
-    assert form_fields(browser.text(await browser.get("/console")), f"/console/keys/{newest}/deactivate") == {}
+    assert form_fields(browser.text(await browser.get("/console")), f"/console/keys/{newest}/deactivate").keys() == {
+        "form_id"}  # no search, no page
     for returning_to in ({}, {"page": "-1"}, {"page": "abc"}):
         reply = await browser.post(f"/console/keys/{newest}/deactivate", returning_to)
         assert reply.headers["Location"] == "/console"

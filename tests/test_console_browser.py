@@ -200,6 +200,23 @@ def test_a_create_form_sent_twice_by_a_double_click_creates_one_key(browser, con
     assert [key.label for key in keys.all()] == ["Observatory"] and keys.active_key(shown) is not None
 
 
+def test_a_status_form_sent_twice_by_a_double_click_is_sent_once(browser, console_url, keys):
+    issued = keys.create("Acme", "free", by="a test")
+    with console_page(browser, console_url) as page:
+        sent = []
+        page.on("request", lambda request: sent.append(request.method))
+        # As for the create form: the second click a millisecond after the first, before the answer.
+        page.evaluate("""(name) => {
+            const button = document.querySelector(`button[aria-label="${name}"]`);
+            button.click();
+            setTimeout(() => button.click(), 1);
+        }""", f"Deactivate key Acme ({issued.record.preview})")
+        page.get_by_role("button", name=f"Activate key Acme ({issued.record.preview})").wait_for()
+        told = page.get_by_role("status").inner_text()
+    assert sent.count("POST") == 1
+    assert told == f"Key {issued.record.id} ({issued.record.preview}, “Acme”) is now inactive."
+
+
 def test_two_operators_at_once_each_told_what_their_click_did(browser, console_url, keys):
     issued = keys.create("Acme", "free", by="a test")
     named = f"Key {issued.record.id} ({issued.record.preview}, “Acme”)"

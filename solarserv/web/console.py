@@ -59,11 +59,13 @@ SESSION_DAYS = 7
 NEW_KEY_COOKIE = "solarserv_new_key"
 NOTICE_COOKIE = "solarserv_notice"
 NEXT_PAGE_SECONDS = 60
-# Each page's create form carries an id of its own, which creates one key however often it is sent.
+# Each form of a page that creates or changes a key carries an id of its own: the create form creates one key however
+# often it is sent, and a status form sent twice is told that its first sending changed the key.
 FORM_ID_BYTES = 16
 _FORM_ID = re.compile(r"[A-Za-z0-9_-]{22}")  # token_urlsafe(FORM_ID_BYTES)
 # A change that changed nothing was asked for by a button showing the other status: the page was stale.
 STALE_PAGE = "its status changed after this page was shown (in another window, by another operator or the CLI)"
+SENT_TWICE = "this form had already been sent, and its first sending changed it"
 LOGIN_ATTEMPTS_PER_MINUTE = 10
 _RPM_MAX_DIGITS = 6  # far above any tier's; a longer number is refused before it is converted
 KEYS_PER_PAGE = 100
@@ -272,6 +274,11 @@ class ConsoleHandler(BaseHandler):
         self.clear_cookie(cookie, path=CONSOLE_PATH)
         return value.decode()
 
+    def sent_form_id(self) -> str | None:
+        """The id the form sent carries (see FORM_ID_BYTES), if it has one of the shape this console gives."""
+        form_id = self.get_body_argument("form_id", "")
+        return form_id if _FORM_ID.fullmatch(form_id) else None
+
     def _over_https(self) -> bool:
         if self.services.settings.trust_proxy:
             # Each proxy on the way appends its own; the last is what reached the nearest one, ours.
@@ -394,11 +401,10 @@ class KeysHandler(ConsoleHandler):
 
     async def post(self) -> None:
         form = {name: self.get_body_argument(name, "").strip() for name in ("label", "tier", "rpm")}
-        form_id = self.get_body_argument("form_id", "")
         try:
             rpm = _form_rpm(form["rpm"])
             issued = self.services.keys.create(form["label"], form["tier"], rpm, by=self.operator(),
-                                               form=form_id if _FORM_ID.fullmatch(form_id) else None)
+                                               form=self.sent_form_id())
         except KeyStoreError as exc:
             self.set_status(400)
             await self._keys_page(error=str(exc), error_field=exc.field, form=form)
@@ -439,8 +445,8 @@ class KeysHandler(ConsoleHandler):
         page = {"error": None, "error_field": None, "form": {"label": "", "tier": "free", "rpm": ""},
                 "new_key": None, "new_record": None, "notice": None, **shown}
         self.render("console.html", keys=keys, counts=[counts[key_counter(key)] for key in keys],
-                    form_id=secrets.token_urlsafe(FORM_ID_BYTES), tiers=TIERS.values(), search=search,
-                    whole_key=is_whole_key(search), page_number=number,
+                    form_id=_new_form_id(), status_form_ids=[_new_form_id() for _ in keys], tiers=TIERS.values(),
+                    search=search, whole_key=is_whole_key(search), page_number=number,
                     not_a_page=not_a_page, total=total, first=(number - 1) * KEYS_PER_PAGE + 1,
                     newer=_page_link(number - 1, search) if number > 1 else None,
                     older=_page_link(number + 1, search) if number * KEYS_PER_PAGE < total else None, **page)
@@ -454,15 +460,21 @@ class KeyStatusHandler(ConsoleHandler):
             # Found by the store, which takes an id of any length (beyond SQLite's integers, or Python's conversion).
             key = self.services.keys.find(key_id)
             change = self.services.keys.set_status(key.id, ACTIVE if action == "activate" else INACTIVE,
-                                                   by=self.operator())
+                                                   by=self.operator(), form=self.sent_form_id())
         except KeyStoreError:
             raise tornado.web.HTTPError(404) from None
         told = change.told()
-        self.pass_to_next_page(NOTICE_COOKIE, told if change.changed else f"{told[:-1]}: {STALE_PAGE}.")
+        if not change.changed:
+            told = f"{told[:-1]}: {SENT_TWICE if change.form_sent_before else STALE_PAGE}."
+        self.pass_to_next_page(NOTICE_COOKIE, told)
         # Back to the page of keys the form was on (its search and page travel in the form), not the first of all.
         search = _search(self.get_body_argument("q", ""))
         number = _page_number(self.get_body_argument("page", "1")) or 1
         self.redirect(_page_link(number, search) if search or number > 1 else CONSOLE_PATH, status=303)
+
+
+def _new_form_id() -> str:
+    return secrets.token_urlsafe(FORM_ID_BYTES)
 
 
 def _search(text: str) -> str:

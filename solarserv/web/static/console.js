@@ -22,9 +22,10 @@ document.addEventListener("DOMContentLoaded", () => {
     sync();
   }
   for (const form of document.querySelectorAll("form[data-send-once]")) {
-    // A second click before the answer came sent the create form again: two keys were created, and the first
-    // one's only showing was in the answer the browser dropped for the second's. Console pages are no-store,
-    // so going back to this page loads it afresh, sendable.
+    // A second click before the answer came sent the form again: the create form created two keys, and the first
+    // one's only showing was in the answer the browser dropped for the second's; a status form's second answer, the
+    // one shown, said another operator had changed the key. Console pages are no-store, so going back to this page
+    // loads it afresh, sendable.
     form.addEventListener("submit", (event) => {
       if (form.dataset.sent) event.preventDefault();
       form.dataset.sent = "yes";
