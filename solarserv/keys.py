@@ -133,6 +133,11 @@ class ApiKey:
     def active(self) -> bool:
         return self.status == ACTIVE
 
+    def described(self) -> str:
+        """The key as the CLI and the console name it to an operator: ``key 3 (tst_abcd…, “Acme”)``. A label holds no
+        control character (checked_key_fields refuses them): written as it is."""
+        return f"key {self.id} ({self.preview}, “{self.label}”)"
+
     def public_fields(self) -> dict[str, Any]:
         """Everything but the digest: for `keys list --json` and the console."""
         fields = asdict(self)
@@ -150,10 +155,9 @@ class StatusChange:
     form_sent_before: bool = False
 
     def told(self) -> str:
-        """The change in one sentence, as the CLI prints it and the console shows it. A label holds no control
-        character (checked_key_fields refuses them): written as it is."""
-        key, now = self.key, "is now" if self.changed else "was already"
-        return f"Key {key.id} ({key.preview}, “{key.label}”) {now} {key.status}."
+        """The change in one sentence, as the CLI prints it and the console shows it."""
+        sentence = f"{self.key.described()} {'is now' if self.changed else 'was already'} {self.key.status}."
+        return sentence[0].upper() + sentence[1:]
 
 
 @dataclass(frozen=True)

@@ -410,11 +410,10 @@ class KeysHandler(ConsoleHandler):
             await self._keys_page(error=str(exc), error_field=exc.field, form=form)
             return
         except FormAlreadySent as sent:  # a second click before the answer, without console.js
-            key = sent.key
             self.pass_to_next_page(NOTICE_COOKIE, (
-                f"This form had already been sent: it created key {key.id} ({key.preview}, “{key.label}”). A key is "
-                "shown only in the answer to the sending that created it; if you did not copy it there, deactivate "
-                "it and create another."))
+                f"This form had already been sent: it created {sent.key.described()}. A key is shown only in the "
+                "answer to the sending that created it; if you did not copy it there, deactivate it and create "
+                "another."))
             self.redirect(CONSOLE_PATH, status=303)
             return
         # Post/Redirect/Get: the page that shows the key is a GET, so reloading it cannot create another key.
