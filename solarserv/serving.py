@@ -11,6 +11,7 @@ import gc
 import importlib
 import ipaddress
 import logging
+import mmap
 import os
 import resource
 import signal
@@ -44,21 +45,22 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
     it (_load_code), and the gazetteer's places for reverse geocoding read, so the workers share their memory.
     The console secrets are made before it too, so the one login link printed works on every worker.
     Each process prints the ready line once it accepts connections (N lines for N workers); the first
-    also prints the console line, once: not again when it is started again. A stop signal (workers.STOP_SIGNALS)
-    stops the workers cleanly, then the parent.
+    also prints the console line, once a run: whichever of its starts gets to it first. A stop signal
+    (workers.STOP_SIGNALS) stops the workers cleanly, then the parent.
     """
     from solarserv.web.console import ConsoleSecrets
 
     _check_before_binding(settings)
     narrator = _load_code(settings)
     console = ConsoleSecrets.load(settings)
+    console_line = _PrintedOnce()
     _raise_open_file_limit()
     sockets = _bind(settings)
     worker = towns = None
     if settings.processes > 1:
         worker, towns, sockets = _fork_workers(settings, sockets)
     try:
-        asyncio.run(_serve_until_stopped(settings, sockets, console, narrator, towns, worker))
+        asyncio.run(_serve_until_stopped(settings, sockets, console, console_line, narrator, towns, worker))
     except KeyboardInterrupt:  # Ctrl-C before the event loop took over the signals
         pass
     # Stopping: a second signal (Ctrl-C reaches a worker directly and through the parent) must not make
@@ -169,12 +171,14 @@ def _fork_workers(settings: Any,
 
 
 async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], console: ConsoleSecrets,
-                               narrator: Narrator, towns: PlaceDiscs | None, worker: workers.Worker | None) -> None:
+                               console_line: _PrintedOnce, narrator: Narrator, towns: PlaceDiscs | None,
+                               worker: workers.Worker | None) -> None:
     """Build the application, serve it on ``sockets`` and say so, until a stop signal; then close the
     connections, the rate limiter's Redis client and the key store. ``worker``: which worker this is, or None
-    in a server of one process. The one process, or worker 0 when first started, also prints the console line;
-    printed again by worker 0 started again, it would copy a generated admin token, the console's whole credential,
-    once more to wherever stdout goes, with nothing new in it."""
+    in a server of one process. The one process, or worker 0, also prints the console line unless a start of
+    worker 0 before it did (``console_line``): printed again, it would copy a generated admin token, the console's
+    whole credential, once more to wherever stdout goes, with nothing new in it; left to the first start alone,
+    it was never printed when that start died before printing it."""
     from solarserv.web.app import Services, make_app
     from solarserv.web.server import STOP_GRACE_SECONDS, make_server
 
@@ -194,8 +198,9 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     server.add_sockets(sockets)
     port = sockets[0].getsockname()[1]
     _announce(f"solarserv {solarserv.__version__} ready at http://{_url_host(settings.host)}:{port}/")
-    if worker in (None, workers.Worker(0, restarted=False)) and settings.console != "off":
+    if settings.console != "off" and (worker is None or worker.number == 0) and not console_line.printed:
         _announce(_console_line(console, settings.host, port, settings.console))
+        console_line.printed = True
     await stopping.wait()
     await server.stop_after_requests_in_flight()
     await services.limiter.close()
@@ -269,6 +274,24 @@ def _stop_with_parent(parent: int) -> None:
 
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+class _PrintedOnce:
+    """Whether a line was printed in this run, by any start of any worker: one byte of memory mapped shared, which
+    the workers forked after it is made share with the parent instead of copying, those started again among them.
+    The parent learns nothing, so nothing waits for a worker or reads its exit status; and it ends with the run,
+    as no file in the data dir would. One worker at a time prints the line, so no lock."""
+
+    def __init__(self) -> None:
+        self._byte = mmap.mmap(-1, 1)  # no file: anonymous, and shared (MAP_SHARED) by default
+
+    @property
+    def printed(self) -> bool:
+        return self._byte[0] == 1
+
+    @printed.setter
+    def printed(self, printed: bool) -> None:
+        self._byte[0] = int(printed)
 
 
 def _console_line(console: ConsoleSecrets, host: str, port: int, access: str) -> str:

@@ -47,7 +47,6 @@ STOP_WAIT_SECONDS = STOP_GRACE_SECONDS + 10.0
 
 class Worker(NamedTuple):
     number: int  # 0 to count - 1
-    restarted: bool  # started in place of one that ended while the server ran
 
 
 def fork_workers(count: int, listening: Iterable[socket.socket]) -> Worker:
@@ -81,7 +80,7 @@ class _Supervisor:
             signal.signal(signum, self._on_stop_signal)
         for number in range(self.count):
             if self._start(number):
-                return Worker(number, restarted=False)
+                return Worker(number)
         while True:
             self._reap()
             if self.stopping:
@@ -95,7 +94,7 @@ class _Supervisor:
                 if when <= now:
                     del self.due[number]
                     if self._start(number):
-                        return Worker(number, restarted=True)
+                        return Worker(number)
             wakeups = [*self.due.values(), *([] if self.kill_at is None else [self.kill_at])]
             timeout = max(0.0, min(wakeups) - now) if wakeups else None
             select.select([self.wakeup_read], [], [], timeout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -266,6 +267,38 @@ def test_a_worker_stopped_alone_is_started_again_and_no_connection_waits_for_it(
     assert sum("ready at" in line for line in printed) == 3  # the worker started again too
     # Worker 0 printed the console line again: the login link, with the admin token generated for the run.
     assert sum(line.startswith("Console") for line in printed) == 1
+
+
+@pytest.mark.slow
+def test_the_console_line_is_printed_by_worker_0_started_again_when_its_first_start_died_before_printing_it(
+        data_dir, tmp_path):
+    # Only worker 0's first start printed it: one that died before it did left the run without a login link.
+    reader, writer = os.pipe()
+    os.set_blocking(writer, False)
+    with contextlib.suppress(BlockingIOError):  # the pipe filled: each write of a line there waits for a read
+        while True:
+            os.write(writer, b"filler\n")
+    os.set_blocking(writer, True)  # the server's too: the same open pipe
+    log_path = tmp_path / "server.log"
+    process = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir)], log_path,
+                              stdout=writer)
+    os.close(writer)
+    with os.fdopen(reader) as printed:
+        try:
+            wait_for(lambda: "Worker 0 started" in log_path.read_text(), "worker 0 started")
+            first = re.search(r"Worker 0 started \(pid (\d+)\)", log_path.read_text()).group(1)
+            os.kill(int(first), signal.SIGKILL)  # waiting to write its ready line, which comes before the console's
+            wait_for(lambda: log_path.read_text().count("Worker 0 started") == 2, "worker 0 started again")
+            lines = []
+            while sum("ready at" in line for line in lines) < 2:  # worker 0 prints its console line next, at once
+                lines.append(printed.readline())
+                assert lines[-1], f"the server stopped before both workers were ready: {lines}"
+            process.terminate()
+            assert process.wait(timeout=30) == 0
+            lines += printed.readlines()
+        finally:
+            stop_solarserv(process)
+    assert sum(line.startswith("Console login link") for line in lines) == 1
 
 
 @pytest.mark.slow
