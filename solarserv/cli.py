@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from solarserv.keys import (
 from solarserv.narration import Narrator, TemplateLoadError
 from solarserv.plugin_manager import PluginConflict
 from solarserv.request import FIELD_NAMES, parse_query_fields
+from solarserv.stdout import discard_stdout
 from solarserv.text import terminal_width
 
 
@@ -67,12 +67,6 @@ def main(argv: list[str] | None = None) -> int:
         # Problems an operator fixes or retries (a port in use, plugins, templates): one line, not a traceback.
         _refuse(parser, exc)
         return 2
-
-
-def discard_stdout() -> None:
-    """Send what is written to stdout from now on, Python's own flush at exit among it, nowhere: its reader went
-    away, and each write would fail again."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _refuse(parser: argparse.ArgumentParser, exc: Exception) -> None:

@@ -24,9 +24,9 @@ import tornado.netutil
 
 import solarserv
 from solarserv import config, geo, workers
-from solarserv.cli import discard_stdout
 from solarserv.keys import KeyStore
 from solarserv.narration import Narrator
+from solarserv.stdout import discard_stdout
 from solarserv.text import has_hidden_characters
 
 if TYPE_CHECKING:  # for the annotations: serve imports the console, and the offline geocoder alone reads places
