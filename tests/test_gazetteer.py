@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+import psutil
 import pytest
 
 from solarserv import config
@@ -831,6 +832,21 @@ def test_the_build_command_refuses_a_data_dir_it_cannot_write_in_one_line(tmp_pa
     # mkdir's own words were "File exists", which read as if the index were there already.
     assert refused.stderr == (f"error: cannot build the gazetteer index in {tmp_path / 'a-file'}: it is not a "
                               "directory\n")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_an_index_build_stopped_with_the_server_is_a_warning_naming_the_signal_not_an_error(tmp_path, caplog, stop):
+    # A server stopped while it built its index logged "building the gazetteer index failed: its exit status was
+    # 143" at ERROR: its stop reaches the builder too.
+    geocoder = OfflineGeocoder(tmp_path)
+    deadline = time.monotonic() + 60
+    while not (builders := psutil.Process().children()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    [builder] = builders
+    builder.send_signal(stop)
+    assert refusal(geocoder, "Paris").code == "GEOCODER_UNAVAILABLE"
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert f"building the gazetteer index was stopped by {stop.name}" in caplog.text
 
 
 def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplog):

@@ -8,6 +8,7 @@ import dataclasses
 import logging
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -353,6 +354,12 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry)}
         builder = subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", "--", str(data_dir)],
                                  env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        stopped_by = _stop_signal(builder.returncode)
+        if stopped_by:
+            # A stop of the server reaches its process group, the child included: no failure of the build.
+            log.warning("building the gazetteer index was stopped by %s (the server stopping, or a stop sent to it "
+                        "alone): a later start builds it", stopped_by)
+            return None
         if builder.returncode != 0:
             # The child says why in its last line (a data dir this user cannot write, a full disk): logged as the
             # failure, in one line, where the traceback of its exit status said nothing more.
@@ -366,6 +373,15 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
     # A server stopped mid-build exits at once; the child finishes or dies on its own, and a
     # half-written index is never visible (temporary file + rename).
     return _in_background("gazetteer-build", build, "building the gazetteer index failed")
+
+
+def _stop_signal(returncode: int) -> str | None:
+    """The name of the stop signal that ended the index's builder, if one did: killed by it (a negative status),
+    or exited on it as ``gazetteer.main`` does on SIGTERM (128 + its number)."""
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        if returncode in (-stop, 128 + stop):
+            return stop.name
+    return None
 
 
 def _unavailable() -> ApiError:
