@@ -313,6 +313,8 @@ def _unfit(block: str) -> str | None:
     """Why a block's rendered text is left out of the answer, for the log; None when it is fit."""
     if len(block) > LONGEST_TEXT:
         return f"of {len(block):,} characters, more than the {LONGEST_TEXT:,} a text may hold"
+    if block.isprintable():  # most blocks, decided in C without a copy
+        return None
     # As for a check's text, but for line breaks: a block is the JSON's, the page's and the terminal's (`solarserv
     # calc`), and a terminal obeys control characters.
     if hidden := hidden_characters(block.replace("\n", "")):
