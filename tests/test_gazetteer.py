@@ -287,6 +287,10 @@ def test_a_county_narrows_to_the_places_in_it(geocoder):
     ("Kamakura-shi", "Kamakura, Kanagawa, Japan"),
     ("Hakone-machi", "Hakone, Kanagawa, Japan"),
     ("Shirakawa-mura", "Shirakawa, Fukushima, Japan"),
+    # A prefecture named as a qualifier, with its suffix (a 404: "'Tokyo-to' is not a country or region").
+    ("Shibuya, Tokyo-to", "Shibuya, Tokyo, Japan"),
+    ("Shibuya-ku, Tokyo-to", "Shibuya, Tokyo, Japan"),
+    ("Yokohama, Kanagawa-ken", "Yokohama, Kanagawa, Japan"),
 ])
 def test_a_japanese_name_is_found_with_the_suffix_of_its_kind(geocoder, typed, display_name):
     assert locate(geocoder, typed).place.display_name == display_name

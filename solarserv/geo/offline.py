@@ -175,7 +175,7 @@ class OfflineGeocoder:
             raise not_found(asked, suggestions)
         if not qualifiers:
             return choose(asked, matches)
-        regions = [gazetteer.qualifier_regions(qualifier) for qualifier in qualifiers]
+        regions = [_regions_named(gazetteer, qualifier) for qualifier in qualifiers]
         for qualifier, named in zip(qualifiers, regions, strict=True):
             if not named:
                 raise not_found(asked, reason=f"'{qualifier}' is not a country or region the gazetteer knows")
@@ -260,6 +260,16 @@ def _other_commas(gazetteer: Gazetteer, name: str, qualifiers: list[str]) -> tup
     if not first or not rest or not all(gazetteer.qualifier_regions(part) for part in rest):
         return name, qualifiers, []
     return first, [*rest, *qualifiers], gazetteer.matches(first)
+
+
+def _regions_named(gazetteer: Gazetteer, qualifier: str) -> set[tuple[str, str]]:
+    """The countries and regions a qualifier names; one naming none, but a Japanese prefecture's with the suffix
+    of its kind ("Shibuya, Tokyo-to", "Yokohama, Kanagawa-ken"), names that prefecture."""
+    named = gazetteer.qualifier_regions(qualifier)
+    suffixed = None if named else _JAPANESE_SUFFIX.fullmatch(qualifier)
+    if suffixed:
+        return {region for region in gazetteer.qualifier_regions(suffixed[1]) if region[0] == "JP"}
+    return named
 
 
 def _without_japanese_suffix(gazetteer: Gazetteer, name: str) -> tuple[str, list[Match]]:
