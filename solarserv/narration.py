@@ -198,7 +198,9 @@ class Narrator:
     def _where(self, error: Exception) -> str:
         """Where in a template ``error`` arose, and what it is, for the first line of its log: the template and
         its line come last in a traceback through Jinja's code, and the error after them."""
-        searched = [os.path.join(directory, "") for directory in getattr(self.templates.loader, "searchpath", [])]
+        # Normalised as Jinja's file names of templates are: a directory named with ".." is no prefix of them.
+        searched = [os.path.join(os.path.normpath(directory), "")
+                    for directory in getattr(self.templates.loader, "searchpath", [])]
         in_templates = [frame for frame in traceback.extract_tb(error.__traceback__)
                         if frame.filename.startswith(tuple(searched))]
         if not in_templates:

@@ -432,7 +432,11 @@ def test_a_block_plugin_that_raises_or_cannot_render_leaves_the_other_texts(tmp_
     ]
 
 
-def test_a_template_failing_to_render_is_named_with_its_line_in_the_first_log_line(tmp_path, report, caplog):
+# A directory named with "..", as `Path(__file__).parent / ".." / "templates"` names it, is the one Jinja's file
+# names of its templates leave out: the line said only that rendering failed.
+@pytest.mark.parametrize("templates", ["templates", "plugins/../templates"])
+def test_a_template_failing_to_render_is_named_with_its_line_in_the_first_log_line(tmp_path, report, caplog,
+                                                                                   templates):
     # The line said only that rendering failed; the template and what failed there came at the end of a traceback
     # through Jinja's code.
     template = write(tmp_path / "templates", "misspelt.txt.j2", "A sundial reads\n{{ word|upper }} {{ wrod }}.\n")
@@ -444,7 +448,7 @@ def test_a_template_failing_to_render_is_named_with_its_line_in_the_first_log_li
             return Narrative("misspelt.txt.j2", {"word": "noon"})
     ''')
     with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
-        texts = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / "templates")).narrate(report)
+        texts = build(PLUGINS_DIR=str(tmp_path / "plugins"), NARRATIVES_DIR=str(tmp_path / templates)).narrate(report)
     [record] = caplog.records
     assert record.getMessage() == (f"plugin misspelt: rendering solarserv_summary failed: template {template}, line 2: "
                                    "'wrod' is undefined")
