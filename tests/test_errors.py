@@ -258,6 +258,13 @@ async def test_a_field_given_twice_in_the_body_is_refused_as_a_repeated_query_pa
     assert f'the field "{name}" {times} times; give it once' in message
 
 
+async def test_a_name_given_twice_inside_an_unknown_field_is_ignored_with_the_field(api):
+    # Unknown fields are ignored: one holding an object that repeats a name was a 400 naming that name as a field.
+    body = json.dumps(PARIS)[:-1] + ', "client": {"id": 1, "id": 2}}'
+    reply = await api("/api/v1/solar-time", "POST", body, {"Content-Type": "application/json"})
+    assert reply.status == 200
+
+
 @pytest.mark.parametrize("encoding", [" Identity ", "", "  "])  # empty, it names no coding: it was a 415
 async def test_content_encoding_identity_or_empty_is_read_in_any_case_and_spacing(api, encoding):
     reply = await api("/api/v1/solar-time", "POST", json.dumps(PARIS),

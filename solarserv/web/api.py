@@ -50,24 +50,34 @@ def decode_json(body: bytes) -> Any:
     try:
         # Numbers as Decimal: exact, and read whatever their size (int() refuses more than 4,300 digits, float()
         # makes 1e400 infinite), so that one out of range is refused as such, quoted as sent.
-        return json.loads(body, parse_constant=_reject_constant, parse_float=request_fields.decimal_number,
-                          parse_int=request_fields.decimal_number, object_pairs_hook=_object_without_repeats)
+        decoded = json.loads(body, parse_constant=_reject_constant, parse_float=request_fields.decimal_number,
+                             parse_int=request_fields.decimal_number, object_pairs_hook=_object)
     except (UnicodeDecodeError, ValueError) as exc:
         raise malformed(f"The request body is not valid JSON: {exc}.") from None
     except RecursionError:
         raise malformed("The request body is nested too deeply.") from None
+    if isinstance(decoded, _ObjectWithRepeats):  # the body's own fields; one inside an unknown field is ignored
+        quoted = json.dumps(decoded.repeated, ensure_ascii=False)
+        raise malformed(f"The request body gives the field {quoted} {decoded.times} times; give it once.")
+    return decoded
 
 
-def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose names are each given once. JSON allows a repeat and json.loads keeps the last value,
-    which hides a client's mistake (a field set twice by code that merges two objects); a query parameter
-    given twice is refused too."""
+class _ObjectWithRepeats(dict):
+    """A JSON object giving a name more than once, with the most repeated one. JSON allows a repeat and json.loads
+    keeps the last value, which hides a client's mistake (a field set twice by code that merges two objects); a
+    query parameter given twice is refused too."""
+
+    repeated: str
+    times: int
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     fields = dict(pairs)
-    if len(fields) < len(pairs):
-        name, times = collections.Counter(name for name, _ in pairs).most_common(1)[0]
-        quoted = json.dumps(name, ensure_ascii=False)
-        raise malformed(f"The request body gives the field {quoted} {times} times; give it once.")
-    return fields
+    if len(fields) == len(pairs):
+        return fields
+    repeats = _ObjectWithRepeats(fields)
+    repeats.repeated, repeats.times = collections.Counter(name for name, _ in pairs).most_common(1)[0]
+    return repeats
 
 
 def _reject_constant(name: str) -> None:
