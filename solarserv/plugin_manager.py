@@ -254,8 +254,8 @@ def _no_hook(names: list[str]) -> str:
     words = {hook.removeprefix("solarserv_"): hook for hook in hooks}
     meant = [words[match] for name in names
              for match in difflib.get_close_matches(name.removeprefix("solarserv_"), words, n=1)]
-    if len(meant) == len(names):
-        return f"no solarserv hook; did you mean {in_words(meant)}?"
+    if len(meant) == len(names):  # two misspellings of one hook name it once
+        return f"no solarserv hook; did you mean {in_words(list(dict.fromkeys(meant)))}?"
     return f"no solarserv hook; the hooks are {in_words(hooks)}"
 
 
