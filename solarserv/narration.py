@@ -34,8 +34,8 @@ from solarserv.text import TARGET_SHOWN, escaped, has_hidden_characters, hidden_
 
 log = logging.getLogger(__name__)
 
-# The most characters a plugin's text may have, a block's or a check's: every built-in block has fewer than 1,100 in
-# every zone, and a plugin's 8 MB summary went out whole in every answer.
+# The most characters a plugin's text may have, a block's, or its checks' together: every built-in block has fewer
+# than 1,100 in every zone, and a plugin's 8 MB summary went out whole in every answer.
 LONGEST_TEXT = 10_000
 
 # Distinct shared texts kept (hookspecs.Narrative): the built-ins need one per time zone (~600).
@@ -139,6 +139,13 @@ class Narrator:
                 log.error("plugin %s: solarserv_validation_checks must return a list of Check(bool, str), each text "
                           "one line of visible characters, at most %s of them, got %s", contribution.plugin,
                           f"{LONGEST_TEXT:,}", shortened(repr(contribution.value), longest=TARGET_SHOWN))
+                failures.append(f"{contribution.plugin} (validation_checks)")
+                continue
+            if (length := sum(len(check.text) for check in contributed)) > LONGEST_TEXT:
+                # Each within the limit, a thousand of them still made 10 MB of every answer.
+                log.error("plugin %s: solarserv_validation_checks returned checks of %s characters in all, more "
+                          "than the %s a plugin's checks may hold together", contribution.plugin, f"{length:,}",
+                          f"{LONGEST_TEXT:,}")
                 failures.append(f"{contribution.plugin} (validation_checks)")
                 continue
             checks.extend(contributed)

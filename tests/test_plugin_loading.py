@@ -563,6 +563,24 @@ def test_a_text_longer_than_a_text_may_be_is_refused_in_a_short_log_line(tmp_pat
                                                  "its text was left out.")
 
 
+def test_checks_longer_together_than_a_text_may_be_are_refused(tmp_path, report, builtin_texts, caplog):
+    # Each check within the limit, a thousand of them made 10 MB of every answer's validation text.
+    write(tmp_path / "plugins", "chatty.py", '''
+        from solarserv.hookspecs import Check, hookimpl
+
+        @hookimpl
+        def solarserv_validation_checks(report):
+            return [Check(True, "sun" * 3_000)] * 1_000
+    ''')
+    with caplog.at_level(logging.ERROR, logger="solarserv.narration"):
+        texts = build(PLUGINS_DIR=str(tmp_path / "plugins")).narrate(report)
+    assert [record.getMessage() for record in caplog.records] == [
+        "plugin chatty: solarserv_validation_checks returned checks of 9,000,000 characters in all, more than the "
+        f"{LONGEST_TEXT:,} a plugin's checks may hold together"]
+    assert texts.validation == builtin_texts.validation + "\n✗ plugin chatty (validation_checks) failed; its text " \
+                                                          "was left out."
+
+
 def test_a_third_party_block_plugin_takes_the_block_over_from_the_built_in(tmp_path, report, builtin_texts):
     write(tmp_path / "templates", "short_summary.txt.j2", "Sundial {{ true_solar|hms }}.\n")
     write(tmp_path / "plugins", "short_summary.py", f'''
