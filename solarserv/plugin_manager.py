@@ -254,9 +254,10 @@ def _no_hook(names: list[str]) -> str:
     words = {hook.removeprefix("solarserv_"): hook for hook in hooks}
     meant = [words[match] for name in names
              for match in difflib.get_close_matches(name.removeprefix("solarserv_"), words, n=1)]
+    refused = "no solarserv hook" if len(names) == 1 else "no solarserv hooks"
     if len(meant) == len(names):  # two misspellings of one hook name it once
-        return f"no solarserv hook; did you mean {in_words(list(dict.fromkeys(meant)))}?"
-    return f"no solarserv hook; the hooks are {in_words(hooks)}"
+        return f"{refused}; did you mean {in_words(list(dict.fromkeys(meant)))}?"
+    return f"{refused}; the hooks are {in_words(hooks)}"
 
 
 def _plugin_template_dirs(manager: pluggy.PluginManager, not_loaded: dict[str, str]) -> list[Path]:

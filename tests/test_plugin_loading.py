@@ -212,7 +212,7 @@ def test_a_plugin_file_with_a_syntax_error_is_named_with_its_line_in_one_log_lin
     # Two misspellings of one hook: it was named twice, "did you mean solarserv_summary and solarserv_summary?".
     ("@hookimpl\ndef solarserv_sumary(report):\n    return None\n\n@hookimpl\ndef solarserv_summery(report):\n"
      "    return None\n",
-     "plugin mismatched left out: solarserv_sumary, solarserv_summery are no solarserv hook; did you mean "
+     "plugin mismatched left out: solarserv_sumary, solarserv_summery are no solarserv hooks; did you mean "
      "solarserv_summary?"),
     ("@hookimpl\ndef solarserv_footer(report):\n    return []\n",
      "plugin mismatched left out: solarserv_footer is no solarserv hook; the hooks are solarserv_historical_context, "
