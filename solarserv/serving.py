@@ -240,9 +240,9 @@ def _announce(line: str) -> None:
     try:
         sys.stdout.write(f"{line}\n")
         sys.stdout.flush()
-    except OSError as exc:  # a broken pipe; EIO from a terminal hung up
+    except OSError as exc:  # a broken pipe; EIO from a terminal hung up; a full disk
         discard_stdout()
-        log.warning("stdout has no reader any more (%s): the lines solarserv prints there (where it listens, the "
+        log.warning("cannot write to stdout any more (%s): the lines solarserv prints there (where it listens, the "
                     "console link) are dropped", exc.strerror or exc)
 
 

@@ -407,6 +407,17 @@ def test_a_server_started_with_stdout_closed_serves(data_dir, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_server_whose_stdout_is_full_serves_and_says_why_its_lines_are_dropped(data_dir, tmp_path):
+    # Every failed write was told as "stdout has no reader any more", a full disk's too.
+    port = unused_port()
+    log_path = tmp_path / "server.log"
+    with open("/dev/full", "w") as full:
+        process = start_solarserv(["--port", str(port), "--data-dir", str(data_dir)], log_path, stdout=full)
+    assert_serves_then_stops_cleanly(process, port, log_path)
+    assert "cannot write to stdout any more (No space left on device)" in log_path.read_text()
+
+
+@pytest.mark.slow
 def test_a_server_whose_terminal_was_closed_serves(data_dir, tmp_path):
     # `serve &` in a terminal closed after it (disowned, or under setsid): a write to a terminal hung up fails with
     # EIO, not a broken pipe, and the ready line ended the server with a traceback.
