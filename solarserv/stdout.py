@@ -10,4 +10,8 @@ import sys
 def discard_stdout() -> None:
     """Send what is written to stdout from now on, Python's own flush at exit among it, nowhere: its reader went
     away, and each write would fail again."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(nowhere, sys.stdout.fileno())
+    finally:
+        os.close(nowhere)  # stdout's descriptor now points at it: a second one would stay open unused

@@ -31,6 +31,7 @@ from solarserv.cli import main
 from solarserv.geo import gazetteer
 from solarserv.narration import Narrator
 from solarserv.serving import _console_line, _worker_sockets
+from solarserv.stdout import discard_stdout
 from solarserv.web.console import ConsoleSecrets
 
 PARIS_ARGS = ["calc", "--lat", "48.8566", "--lon", "2.3522", "--date", "2026-07-14", "--time", "14:30"]
@@ -454,3 +455,15 @@ def test_serve_help_lists_the_settings_that_have_no_flag(capsys):
     help_text = capsys.readouterr().out
     for setting in config.SETTINGS:
         assert (setting.flag or setting.env) in help_text
+
+
+def test_stdout_discarded_sends_its_writes_nowhere_and_keeps_no_second_descriptor(tmp_path, monkeypatch):
+    # It left the descriptor of /dev/null it had opened next to stdout's, open for the process's life.
+    with open(tmp_path / "stdout.txt", "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        open_before = len(os.listdir("/proc/self/fd"))
+        discard_stdout()
+        assert len(os.listdir("/proc/self/fd")) == open_before
+        stdout.write("gone\n")
+        stdout.flush()
+    assert (tmp_path / "stdout.txt").read_text() == ""
