@@ -376,8 +376,8 @@ def test_workers_whose_stdout_has_no_reader_any_more_serve_on(data_dir, tmp_path
     process = start_solarserv(["--processes", "2", "--port", str(port), "--data-dir", str(data_dir)], log_path)
     process.stdout.close()  # before either worker writes: as head does once it has its line
     try:
-        wait_for(lambda: log_path.read_text().count("stdout has no reader") == 2 or " ended (" in log_path.read_text(),
-                 "both workers writing their ready line")
+        wait_for(lambda: log_path.read_text().count("cannot write to stdout any more") == 2
+                 or " ended (" in log_path.read_text(), "both workers writing their ready line")
         assert " ended (" not in log_path.read_text() and answers(port)
         process.terminate()
         assert process.wait(timeout=30) == 0
