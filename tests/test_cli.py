@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from counters import unused_port
+from files import write
 from permissions import bound_by_file_modes
 from servers import start_solarserv, stop_solarserv
 
@@ -372,10 +373,8 @@ def test_ctrl_c_while_serve_loads_stops_it_without_a_traceback(data_dir, tmp_pat
     # Ctrl-C in the second or two serve takes to load the code, before it serves, ended in a KeyboardInterrupt
     # traceback.
     loading = tmp_path / "loading"
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "slow_to_load.py").write_text(f"import pathlib, time\n\npathlib.Path({str(loading)!r}).touch()\n"
-                                             "time.sleep(600)\n")
+    plugins = write(tmp_path / "plugins", "slow_to_load.py",
+                    f"import pathlib, time\n\npathlib.Path({str(loading)!r}).touch()\ntime.sleep(600)\n").parent
     process = start_solarserv(["--port", "0", "--data-dir", str(data_dir), "--plugins-dir", str(plugins)],
                               tmp_path / "server.log")
     try:

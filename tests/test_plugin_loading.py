@@ -10,13 +10,13 @@ import logging
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from defaults import settings
+from files import write
 from reports import report_at
 
 import solarserv
@@ -57,13 +57,6 @@ def report():
 @pytest.fixture(scope="module")
 def builtin_texts(report):
     return Narrator.build(config.load(environ={}), third_party=False).narrate(report)
-
-
-def write(directory: Path, name: str, source: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
 
 
 def build(**environ: str) -> Narrator:

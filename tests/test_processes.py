@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 from counters import unused_port
+from files import write
 from servers import answers, refuses_connections, start_solarserv, stop_solarserv
 
 from solarserv.geo import gazetteer
@@ -184,10 +185,8 @@ def test_plugins_are_loaded_once_before_the_workers_fork(data_dir, tmp_path):
     # A worker restarted after the checkout changed must not import new code beside its siblings' old code (it
     # failed at every restart, and after 100 the parent gave up and stopped the healthy worker too).
     imported_by = tmp_path / "imported-by.txt"
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "counted.py").write_text(f"import os\n\nwith open({str(imported_by)!r}, 'a') as record:\n"
-                                        "    record.write(f'{os.getpid()}\\n')\n")
+    plugins = write(tmp_path / "plugins", "counted.py", f"import os\n\nwith open({str(imported_by)!r}, 'a') as "
+                    "record:\n    record.write(f'{os.getpid()}\\n')\n").parent
     process = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir),
                                 "--plugins-dir", str(plugins)], tmp_path / "server.log")
     try:
