@@ -324,8 +324,8 @@ class KeyStore:
                    "created": self._today().isoformat(), "status": ACTIVE}
             try:
                 with self._writing():  # the form looked up under the lock: of two sendings at once, one creates
-                    if form is not None:
-                        self._refuse_form_sent_before(form)
+                    if (created := self._key_changed_by(form)) is not None:
+                        raise FormAlreadySent(self.find(str(created)))
                     key_id = self._db["keys"].insert(row).last_pk
                     if form is not None:
                         self._db["console_forms"].insert({"id": form, "key_id": key_id})
@@ -337,9 +337,12 @@ class KeyStore:
         raise RuntimeError(f"{PREVIEW_DRAWS} new keys in a row had a preview already taken; the store at "
                            f"{self.path} is not behaving as a unique index should.")
 
-    def _refuse_form_sent_before(self, form: str) -> None:
-        for row in self._db.query("select key_id from console_forms where id = ?", [form]):
-            raise FormAlreadySent(self.find(str(row["key_id"])))
+    def _key_changed_by(self, form: str | None) -> int | None:
+        """The id of the key the console form ``form`` created or changed, if a sending of it did."""
+        if form is None:
+            return None
+        row = self._db.execute("select key_id from console_forms where id = ?", [form]).fetchone()
+        return None if row is None else row[0]
 
     @_explained
     def active_key(self, key: str) -> ApiKey | None:
@@ -409,17 +412,13 @@ class KeyStore:
                 self._db.execute("update keys set status = ? where id = ?", [status, before.id])
                 if form is not None:
                     self._db["console_forms"].insert({"id": form, "key_id": before.id}, ignore=True)
-            form_sent_before = not changed and form is not None and self._form_changed(form, before.id)
+            form_sent_before = not changed and self._key_changed_by(form) == before.id
         key = replace(before, status=status)
         if changed:
             _log_change(key, "reactivated" if status == ACTIVE else "deactivated", by)
         else:
             _log_change(key, f"left {status}", by, "it already was")
         return StatusChange(key=key, changed=changed, form_sent_before=form_sent_before)
-
-    def _form_changed(self, form: str, key_id: int) -> bool:
-        rows = self._db.execute("select 1 from console_forms where id = ? and key_id = ?", [form, key_id])
-        return rows.fetchone() is not None
 
     # The console's sessions. The session cookie names one; only those recorded here, unexpired, admit.
 
