@@ -364,7 +364,7 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry)}
         builder = subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", "--", str(data_dir)],
                                  env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        stopped_by = _stop_signal(builder.returncode)
+        stopped_by = _STOPPED_BY.get(builder.returncode)
         if stopped_by:
             # A stop of the server reaches its process group, the child included: no failure of the build.
             log.warning("building the gazetteer index was stopped by %s (the server stopping, or a stop sent to it "
@@ -385,13 +385,9 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
     return _in_background("gazetteer-build", build, "building the gazetteer index failed")
 
 
-def _stop_signal(returncode: int) -> str | None:
-    """The name of the stop signal that ended the index's builder, if one did: killed by it (a negative status),
-    or exited on it as ``gazetteer.main`` does on SIGTERM (128 + its number)."""
-    for stop in (signal.SIGTERM, signal.SIGINT):
-        if returncode in (-stop, 128 + stop):
-            return stop.name
-    return None
+# How the index's builder ends on a stop signal: ``gazetteer.main`` exits with 128 + SIGTERM's number (removing its
+# temporary file first), and is killed by SIGTERM before it sets that up, or by SIGINT (Python's own way out).
+_STOPPED_BY = {128 + signal.SIGTERM: "SIGTERM", -signal.SIGTERM: "SIGTERM", -signal.SIGINT: "SIGINT"}
 
 
 def _unavailable() -> ApiError:
