@@ -68,9 +68,12 @@ _EQUATION_OF_TIME_BOUND_SECONDS = 17 * 60  # it stays within −14.46 … +16.49
 # What _SolarDay's interpolation may miss in the height (0.007″ of declination is 3e-8), with room to spare.
 _INTERPOLATED_HEIGHT_ERROR = 1e-7
 _TURN_MARGIN_SECONDS = 60.0  # beyond the estimated time of a turn, so that its bracket holds it
+_FASTEST_DECLINATION_RATE = math.radians(0.41) / SECONDS_PER_DAY  # radians a second, near the equinoxes
+# 90° of hour angle: the furthest a turn can lie from noon or a solar midnight (turn_near).
+_QUARTER_DAY_SECONDS = HALF_DAY_SECONDS / 2
 # How far from the line the Sun can be at noon or midnight and still cross it before its altitude turns:
-# the drift is under the declination's fastest change (0.41° a day), a turn within 6 hours (turn_near).
-_TURN_HEIGHT_LIMIT = 2 * math.radians(0.41) / SECONDS_PER_DAY * HALF_DAY_SECONDS / 2 + _INTERPOLATED_HEIGHT_ERROR
+# turn_near's bound, 2 × drift × reach, at the fastest drift and the furthest reach.
+_TURN_HEIGHT_LIMIT = 2 * _FASTEST_DECLINATION_RATE * _QUARTER_DAY_SECONDS + _INTERPOLATED_HEIGHT_ERROR
 # How far the Sun's height can move between noon ± 12 h and the solar midnight: an apparent solar day lasts
 # 24 h ± 30 s, and the height changes by less than the Earth's rotation (7.27e-5 rad/s) and the
 # declination's drift (1e-7 rad/s) together. Nearer the line than this, or than a turn there may take it, the
@@ -290,7 +293,7 @@ class _Search:
         # there once at most; further on lies the opposite turn (a lowest point after a highest), which at
         # about 4 h from the anchor would put a second sign change inside 2 × reach.
         far_end = anchor.seconds + (1 if forward else -1) * min(2 * reach + _TURN_MARGIN_SECONDS,
-                                                                HALF_DAY_SECONDS / 2)
+                                                                _QUARTER_DAY_SECONDS)
         low, high = sorted((anchor.seconds, min(max(far_end, earliest), latest)))
         rising_at_low = self._interpolated_height_rate(low, day) > 0
         if (self._interpolated_height_rate(high, day) > 0) == rising_at_low:
@@ -370,7 +373,7 @@ class _Search:
     def _hour_angle_step(self, hour_angle: float, declination: float, rising: bool) -> float | None:
         """Seconds from ``hour_angle`` to the one where, at ``declination``, the Sun is at −0.8333°."""
         denominator = self._cos_latitude * math.cos(declination)
-        if denominator < 1e-9:
+        if denominator < 1e-9:  # at a pole (cos 90° is 6e-17 in floats): the hour angle moves no altitude
             return None
         cos_target = (_SIN_STANDARD_ALTITUDE - self._sin_latitude * math.sin(declination)) / denominator
         if not -1 <= cos_target <= 1:
