@@ -97,8 +97,11 @@ def zone_history(zone: str) -> ZoneHistory:
     changes = _standard_offset_changes(periods)
     adopted_at = next((index for index, (_, before, after) in enumerate(changes)
                        if before.mean_time and after.inhabited and not after.mean_time), None)
-    # Without an adoption every change is a later one: split as if it came before the first.
-    split = -1 if adopted_at is None else adopted_at
+    if adopted_at is None:  # no adoption recorded: every change counts as a later one
+        before_adoption, adoption, after_adoption = [], None, changes
+    else:
+        before_adoption, adoption, after_adoption = (
+            changes[:adopted_at], changes[adopted_at][0], changes[adopted_at + 1:])
     first = periods[0]
     return ZoneHistory(
         zone=zone,
@@ -106,9 +109,9 @@ def zone_history(zone: str) -> ZoneHistory:
         tzdata_version=TZDATA_VERSION,
         periods=periods,
         local_mean_time=first.utc_offset if first.abbreviation == "LMT" else None,
-        mean_time_changes=tuple(change for change, _, _ in changes[:max(split, 0)]),
-        standard_time_adopted=None if adopted_at is None else changes[adopted_at][0],
-        offset_changes=tuple(change for change, _, _ in changes[split + 1:]),
+        mean_time_changes=tuple(change for change, _, _ in before_adoption),
+        standard_time_adopted=adoption,
+        offset_changes=tuple(change for change, _, _ in after_adoption),
         summer_time=_summer_time_runs(periods, int(TZDATA_VERSION[:4])),
     )
 
