@@ -167,6 +167,8 @@ class _Phase(NamedTuple):
 
 @functools.cache
 def _read_zone_periods(name: str) -> ZonePeriods:
+    """The TZif file's periods, continued by its footer rule, each read against its zone line as tzdata's main
+    data has it (``_Phase``), then with negative DST re-based (``_standard_offsets``)."""
     tzif = parse_tzif(zone_file(name))
     footer = FooterRule.parse(tzif.footer)
     listed = [*tzif.transitions, *_footer_transitions(tzif, footer)]
@@ -174,8 +176,8 @@ def _read_zone_periods(name: str) -> ZonePeriods:
     types = [tzif.initial, *(kind for _, kind in listed)]
     eras = [Era.parse(fields) for fields in zone_lines(name)]
     phases = []
-    for start, kind, standard in zip(starts, types, _era_offsets(eras, starts, types), strict=True):
-        phase = _Phase(kind.utc_offset, kind.utc_offset - standard)
+    for start, kind, line_standard in zip(starts, types, _era_standard_offsets(eras, starts, types), strict=True):
+        phase = _Phase(kind.utc_offset, kind.utc_offset - line_standard)
         # zic flags a type DST exactly when its save is not zero: the two files must agree.
         if kind.is_dst != (phase.save != _ZERO):
             raise ValueError(f"{name}: the zone line read for the period from {start} contradicts the "
@@ -225,8 +227,8 @@ def _standard_offsets(phases: list[_Phase], after_last: _Phase | None) -> list[d
     return standards
 
 
-def _era_offsets(eras: list[Era], starts: list[dt.datetime | None],
-                 types: list[LocalTimeType]) -> list[dt.timedelta]:
+def _era_standard_offsets(eras: list[Era], starts: list[dt.datetime | None],
+                          types: list[LocalTimeType]) -> list[dt.timedelta]:
     """The zone line's standard offset at the start of each period. zic writes a transition exactly where
     a line ends if the clocks change there, so each period lies within one line's span."""
     era = 0
