@@ -129,9 +129,11 @@ def parse_tzif(data: bytes) -> TZif:
     position += 8 * time_count
     type_indices = data[position:position + time_count]
     position += time_count
-    raw_types = [_LOCAL_TIME_TYPE.unpack_from(data, position + 6 * i) for i in range(type_count)]
-    position += 6 * type_count
+    raw_types = [_LOCAL_TIME_TYPE.unpack_from(data, position + _LOCAL_TIME_TYPE.size * i) for i in range(type_count)]
+    position += _LOCAL_TIME_TYPE.size * type_count
     abbreviations = data[position:position + char_count]
+    # Past the abbreviations: leap-second records, now 12 bytes (an 8-byte time, a 4-byte correction), and
+    # the indicator bytes; the footer follows.
     position += char_count + leap_count * 12 + isstd_count + isut_count
 
     def abbreviation(start: int) -> str:
