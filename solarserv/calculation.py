@@ -1,7 +1,8 @@
 """The numbers of a result, from a located place and a resolved civil instant (DESIGN §3).
 
-Pure: no I/O, no HTTP. The engine gives the Sun; this module adds the civil-time bookkeeping
-(standard meridian, longitude correction, DST) and the solar time on the civil calendar.
+Pure: no I/O, no HTTP. The engine gives the Sun; this module adds the standard meridian and the longitude
+correction, the confidence, and the solar day's events on the zone's clocks. The summer time, the total
+difference and the sundial's reading follow from these as properties of ``Report`` (models.py).
 """
 
 from __future__ import annotations
