@@ -26,7 +26,7 @@ Left out: the light-time and Earth-deflection differences between the geocentre 
 second-order aberration. Measured against the reference on random instants and places 1900–2050: true
 solar time within 4e-5 s (the reference's own resolution before 1973, where it passes UT1 as one float
 Julian date), the apparent position within 4e-7° on the sky (the azimuth difference itself grows as
-1/cos(elevation) toward the zenith). tests/test_solar_fast.py holds the bounds of the issue: 0.01 s and
+1/cos(elevation) toward the zenith). tests/test_solar_fast.py holds it to 0.01 s of true solar time and
 0.0005° in azimuth and elevation (elevation above −1°).
 
 ``hour_angle_and_declination`` (what the search for sunrise, noon and sunset asks, six times a request)
@@ -143,6 +143,7 @@ class FastEngine:
     def _geocentric(self, day: int, utc_seconds: float) -> tuple[float, float, float]:
         """Equation of time (s), apparent declination (radians) and distance (au) at ``utc_seconds`` into
         UTC day number ``day``, from the day's fit (Horner's rule on each polynomial)."""
+        # The IERS table's last instant takes its UT1 − UTC from the table, as the day before does (__init__).
         if utc_seconds == 0 and day == self._table_end_day:
             day, utc_seconds = day - 1, SECONDS_PER_DAY
         u = utc_seconds / HALF_DAY_SECONDS - 1.0
