@@ -295,17 +295,25 @@ class _Search:
         far_end = anchor.seconds + (1 if forward else -1) * min(2 * reach + _TURN_MARGIN_SECONDS,
                                                                 _QUARTER_DAY_SECONDS)
         low, high = sorted((anchor.seconds, min(max(far_end, earliest), latest)))
+        turn_seconds = self._interpolated_turn(low, high, day)
+        if turn_seconds is None:
+            return None  # the turn lies beyond this solar day; the neighbouring day's search finds it
+        turn = self.probe(turn_seconds)
+        return turn if (turn.height > 0) != (anchor.height > 0) else None
+
+    def _interpolated_turn(self, low: float, high: float, day: _SolarDay) -> float | None:
+        """Where the height's rate on ``day``'s interpolation changes sign inside [low, high], within
+        ``EVENT_TOLERANCE_SECONDS``, by bisection (no engine calls); None when it has one sign at both ends."""
         rising_at_low = self._interpolated_height_rate(low, day) > 0
         if (self._interpolated_height_rate(high, day) > 0) == rising_at_low:
-            return None  # the turn lies beyond this solar day; the neighbouring day's search finds it
-        while high - low > EVENT_TOLERANCE_SECONDS:  # bisection on the interpolation: no engine calls
+            return None
+        while high - low > EVENT_TOLERANCE_SECONDS:
             middle = (low + high) / 2
             if (self._interpolated_height_rate(middle, day) > 0) == rising_at_low:
                 low = middle
             else:
                 high = middle
-        turn = self.probe((low + high) / 2)
-        return turn if (turn.height > 0) != (anchor.height > 0) else None
+        return (low + high) / 2
 
     def _interpolated_height_rate(self, seconds: float, day: _SolarDay) -> float:
         return self._height_rate(*day.at(seconds), *day.rates(seconds))
