@@ -233,9 +233,18 @@ def test_a_region_or_country_whose_name_joins_parts_with_and_is_named_by_either_
     ("Pasadena, Calif.", "Pasadena, California, United States"),
     ("Miami, Fla.", "Miami, Florida, United States"),
     ("Springfield, Mass.", "Springfield, Massachusetts, United States"),
+    # Also the ISO codes of Nicaragua and the Netherlands, which have no place of these names.
+    ("Belfast, NI", "Belfast, Northern Ireland, United Kingdom"),
+    ("Belfast NI", "Belfast, Northern Ireland, United Kingdom"),
+    ("Monterrey, NL", "Monterrey, Nuevo León, Mexico"),
 ])
 def test_a_region_is_named_by_the_short_forms_people_write(geocoder, typed, display_name):
     assert locate(geocoder, typed).place.display_name == display_name
+
+
+def test_a_short_form_that_is_also_a_countrys_code_names_the_country_too(geocoder):
+    assert locate(geocoder, "Managua, NI").place.display_name == "Managua, Nicaragua"
+    assert locate(geocoder, "Utrecht, NL").place.display_name == "Utrecht, The Netherlands"
 
 
 @pytest.mark.parametrize(("typed", "display_name"), [

@@ -45,10 +45,11 @@ log = logging.getLogger("solarserv.geo")
 
 # Bump when the tables or the folding change: the index file name changes with it, so an old index is
 # never read by new code (it is simply rebuilt next to it).
-SCHEMA_VERSION = 9  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
+SCHEMA_VERSION = 10  # 2: initials with full stops fold to one word ("d.c." → "dc"); 3: countries in other languages;
 # 4: each part of a name joining parts with "and" ("Newfoundland and Labrador"); 5: REGION_ABBREVIATIONS;
 # 6: places' counties (admin2_code) in COUNTY_COUNTRIES; 7: "London" for Greater London; 8: lists' parts
-# ("Newry, Mourne and Down"), inverted counties' heads ("Vale of Glamorgan, The"); 9: CEREMONIAL_COUNTIES
+# ("Newry, Mourne and Down"), inverted counties' heads ("Vale of Glamorgan, The"); 9: CEREMONIAL_COUNTIES;
+# 10: "NI" for Northern Ireland, "NL" for Nuevo León
 # A suggestion for a misspelt name is only a place of at least this population (keeps the list small
 # and the suggestions recognisable).
 SUGGESTION_MIN_POPULATION = 5000
@@ -59,11 +60,13 @@ QUALIFIER_LANGUAGES = ("ar", "cs", "da", "de", "el", "es", "fi", "fr", "hu", "id
                        "nl", "pl", "pt", "pt_PT", "ro", "ru", "sv", "tr", "uk", "zh", "zh_Hant")
 # Short forms of region names that people write and the region data lacks (GeoNames admin1 code, or admin1.admin2
 # for a county of COUNTY_COUNTRIES → spellings): Canadians' for their provinces and territories, American
-# newspapers' for the states ("Pasadena, Calif."), and London for the county of its 263 places ("Richmond, London").
-# "NWT" and "Fla" are also the ISO letters of New Taipei and of Flóahreppur, Iceland: such a qualifier names both.
+# newspapers' for the states ("Pasadena, Calif."), London for the county of its 263 places ("Richmond, London"), and
+# the letters people write for Northern Ireland and Nuevo León, whose ISO codes are NIR and NLE ("Belfast, NI").
+# "NWT" and "Fla" are also the ISO letters of New Taipei and of Flóahreppur, Iceland, "NI" and "NL" the codes of
+# Nicaragua and the Netherlands: such a qualifier names both (no name of the data is in both).
 REGION_ABBREVIATIONS = {
     "CA.01": ("Alta",), "CA.05": ("Nfld",), "CA.08": ("Ont",), "CA.09": ("PEI",), "CA.11": ("Sask",),
-    "CA.13": ("NWT",),
+    "CA.13": ("NWT",), "GB.NIR": ("NI",), "MX.19": ("NL",),
     "US.AZ": ("Ariz",), "US.CA": ("Calif",), "US.CO": ("Colo",), "US.CT": ("Conn",), "US.FL": ("Fla",),
     "US.IL": ("Ill",), "US.KS": ("Kans",), "US.MA": ("Mass",), "US.MI": ("Mich",), "US.MN": ("Minn",),
     "US.MS": ("Miss",), "US.MT": ("Mont",), "US.NE": ("Neb", "Nebr"), "US.NV": ("Nev",), "US.OK": ("Okla",),
