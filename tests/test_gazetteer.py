@@ -296,6 +296,7 @@ def test_a_county_narrows_to_the_places_in_it(geocoder):
     ("Kamakura-shi", "Kamakura, Kanagawa, Japan"),
     ("Hakone-machi", "Hakone, Kanagawa, Japan"),
     ("Shirakawa-mura", "Shirakawa, Fukushima, Japan"),
+    ("Tokyo to", "Tokyo, Japan"),  # "to" is also Tonga's code, and a region's letters in six countries, without a Tokyo
     # A prefecture named as a qualifier, with its suffix (a 404: "'Tokyo-to' is not a country or region").
     ("Shibuya, Tokyo-to", "Shibuya, Tokyo, Japan"),
     ("Shibuya-ku, Tokyo-to", "Shibuya, Tokyo, Japan"),

@@ -161,6 +161,11 @@ class OfflineGeocoder:
             name, qualifiers, matches = _other_commas(gazetteer, name, qualifiers)
         if not matches and not qualifiers:
             name, qualifiers, matches = _trailing_qualifier(gazetteer, name)
+            if qualifiers and not _narrowed(gazetteer, matches, qualifiers):
+                # "Tokyo to": "to" is a suffix of Tokyo's kind, where as Tonga's code it keeps no Tokyo.
+                suffixless, in_japan = _without_japanese_suffix(gazetteer, asked)
+                if in_japan:
+                    name, qualifiers, matches = suffixless, [], in_japan
         if not matches:
             name, matches = _without_japanese_suffix(gazetteer, name)
         if not matches and gazetteer.qualifier_regions(name):
@@ -175,11 +180,10 @@ class OfflineGeocoder:
             raise not_found(asked, suggestions)
         if not qualifiers:
             return choose(asked, matches)
-        regions = [_regions_named(gazetteer, qualifier) for qualifier in qualifiers]
-        for qualifier, named in zip(qualifiers, regions, strict=True):
-            if not named:
+        for qualifier in qualifiers:
+            if not _regions_named(gazetteer, qualifier):
                 raise not_found(asked, reason=f"'{qualifier}' is not a country or region the gazetteer knows")
-        narrowed = [match for match in matches if all(match.within(named) for named in regions)]
+        narrowed = _narrowed(gazetteer, matches, qualifiers)
         ranked = relevant(matches)
         if not narrowed:
             raise not_found(asked, [m.place.display_name for m in ranked[:3]],
@@ -260,6 +264,12 @@ def _other_commas(gazetteer: Gazetteer, name: str, qualifiers: list[str]) -> tup
     if not first or not rest or not all(gazetteer.qualifier_regions(part) for part in rest):
         return name, qualifiers, []
     return first, [*rest, *qualifiers], gazetteer.matches(first)
+
+
+def _narrowed(gazetteer: Gazetteer, matches: list[Match], qualifiers: list[str]) -> list[Match]:
+    """The matches in a country or region that each qualifier names."""
+    regions = [_regions_named(gazetteer, qualifier) for qualifier in qualifiers]
+    return [match for match in matches if all(match.within(named) for named in regions)]
 
 
 def _regions_named(gazetteer: Gazetteer, qualifier: str) -> set[tuple[str, str]]:
