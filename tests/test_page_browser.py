@@ -190,19 +190,37 @@ def test_on_a_small_screen_nothing_scrolls_sideways_and_the_charts_words_do_not_
         visit.assert_clean()
 
 
+def accessible(page, selector: str) -> tuple[str, str, str]:
+    """The role, name and description a screen reader is given for the element ``selector`` finds, as Chromium
+    computes them ("" for a name or description it has none of)."""
+    cdp = page.context.new_cdp_session(page)
+    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+    element = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    node = cdp.send("Accessibility.getPartialAXTree", {"nodeId": element, "fetchRelatives": False})["nodes"][0]
+    return tuple(node.get(part, {}).get("value", "") for part in ("role", "name", "description"))
+
+
 def test_a_screen_reader_reads_the_charts_figures_once_described_by_its_note(visit):
     page = visit.page
     page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
     page.locator("#eot-chart polyline.curve").wait_for()
-    cdp = page.context.new_cdp_session(page)
-    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
-    chart = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "#eot-chart"})["nodeId"]
-    node = cdp.send("Accessibility.getPartialAXTree", {"nodeId": chart, "fetchRelatives": False})["nodes"][0]
     note = shown(page, "#eot-chart-note")
-    name, description = node["name"]["value"], node["description"]["value"]
-    assert node["role"]["value"] == "image" and name == "Chart of the equation of time over 2026"
+    role, name, description = accessible(page, "#eot-chart")
+    assert role == "image" and name == "Chart of the equation of time over 2026"
     # Its figures are the note's, read once after the chart; the chart's name was the note's first sentence.
     assert description == note and "16 min 27 s ahead" in note and name not in note
+    visit.assert_clean()
+
+
+def test_a_screen_reader_reads_each_sun_sketchs_figures_once(visit):
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
+    page.locator("#result").wait_for(state="visible")
+    # Named by its title alone: named by it with aria-labelledby, the sketch was also described by it, so a screen
+    # reader read "The Sun is in the south-west, azimuth …" twice over.
+    assert [accessible(page, sketch) for sketch in ("#compass", "#altitude")] == [
+        ("image", page.locator(f"{sketch} title").text_content(), "") for sketch in ("#compass", "#altitude")]
+    assert accessible(page, "#compass")[1].startswith("The Sun is in the ")
     visit.assert_clean()
 
 
