@@ -212,6 +212,41 @@ def test_a_screen_reader_reads_the_charts_figures_once_described_by_its_note(vis
     visit.assert_clean()
 
 
+def outline(page) -> list[tuple[str, str]]:
+    """The landmarks (role, name) and headings ("h2", name) a screen reader lists, in the page's order."""
+    cdp = page.context.new_cdp_session(page)
+    nodes = cdp.send("Accessibility.getFullAXTree")["nodes"]
+    by_id = {node["nodeId"]: node for node in nodes}
+    found = []
+
+    def walk(node: dict) -> None:
+        role, name = node.get("role", {}).get("value"), node.get("name", {}).get("value", "")
+        if not node.get("ignored") and role in ("banner", "main", "form", "contentinfo", "navigation", "search"):
+            found.append((role, name))
+        elif not node.get("ignored") and role == "heading":
+            found.append((f"h{next(part['value']['value'] for part in node['properties'] if part['name'] == 'level')}",
+                          name))
+        for child in node.get("childIds", []):
+            if child in by_id:
+                walk(by_id[child])
+
+    walk(nodes[0])
+    return found
+
+
+def test_a_screen_reader_finds_the_form_among_the_landmarks_and_headings_in_order(visit):
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
+    page.locator("#eot-chart polyline.curve").wait_for()
+    # A form is a landmark only when it has a name: without one, a screen reader's list of them skipped it.
+    assert outline(page) == [
+        ("banner", ""), ("h1", "What does a sundial read?"), ("main", ""), ("form", "Sundial time calculator"),
+        ("h2", shown(page, "#result-heading")), ("h3", "Why the sundial and the clock differ"),
+        ("h3", "Where the Sun is"), ("h3", "The equation of time over 2026"), ("h3", "In words"),
+        ("h4", "Civil time at this place"), ("h4", "Checks confidence HIGH"), ("h3", "Share"), ("contentinfo", "")]
+    visit.assert_clean()
+
+
 def test_a_screen_reader_reads_each_sun_sketchs_figures_once(visit):
     page = visit.page
     page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
