@@ -574,6 +574,34 @@ def test_a_refused_question_stays_in_the_address_bar_for_reload_and_back(visit):
     visit.assert_clean(expected_statuses={404, 409})
 
 
+def test_the_page_title_names_what_the_page_shows_for_the_history_and_a_screen_reader(visit):
+    # A screen reader reads the title on going back or forward, and the history lists its entries by their titles:
+    # every answer, refusal and list of candidates was "Sundial time · solarserv", as the empty page is.
+    page = paris_by_coordinates(visit)
+    assert page.title() == "Sundial time · solarserv"
+    page.get_by_label("Date").fill("2026-07-14")
+    page.get_by_label("Clock time").fill("14:30:00")
+    page.get_by_role("button", name="Show sundial time").click()
+    page.locator("#result").wait_for(state="visible")
+    answered = f"{shown(page, '#true-solar-time')} at {shown(page, '#result-heading')} · Sundial time · solarserv"
+    assert page.title() == answered
+    asked = {"Qqzzxv Nowhere": "Error: Sundial time · solarserv",
+             "Springfield": "Which place did you mean? · Sundial time · solarserv"}
+    page.get_by_label("By place name").check()
+    for place_name, title in asked.items():
+        page.get_by_label("Place name", exact=True).fill(place_name)
+        page.get_by_role("button", name="Show sundial time").click()
+        page.wait_for_function("(title) => document.title === title", arg=title)
+    page.go_back()
+    page.wait_for_function("(title) => document.title === title", arg=asked["Qqzzxv Nowhere"])
+    page.go_back()
+    page.wait_for_function("(title) => document.title === title", arg=answered)
+    page.go_back()
+    page.locator("#result").wait_for(state="hidden")
+    assert page.title() == "Sundial time · solarserv"
+    visit.assert_clean(expected_statuses={404, 409})
+
+
 @pytest.mark.parametrize(("latitude", "longitude", "missing"), [("10", "", "longitude"), ("", "10", "latitude"),
                                                                  ("", "", "latitude")])
 def test_a_coordinate_left_out_is_the_field_marked_and_focused(visit, latitude, longitude, missing):

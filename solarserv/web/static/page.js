@@ -20,6 +20,7 @@ class ApiFailure extends Error {
 
 const byId = (id) => document.getElementById(id);
 const form = byId("calculator");
+const PAGE_TITLE = document.title; // the empty page's, which every other one ends with
 
 // ---------------------------------------------------------------- asking the API
 
@@ -187,6 +188,12 @@ function announce(text) {
   byId("status").textContent = text;
 }
 
+/** The title says what the page shows (``shown``, or nothing but the form): a screen reader reads it on going back
+or forward, and the browser's history lists its entries by it. */
+function entitle(shown = null) {
+  document.title = shown ? `${shown} · ${PAGE_TITLE}` : PAGE_TITLE;
+}
+
 /** Show ``message``; with ``field``, mark that field invalid and described by the message, and with
 ``moveFocus`` (the person just asked) put the cursor there to correct it. Without a field, ``moveFocus``
 puts it on the message if it was lost: on the button of a picker hidden while the question was asked. */
@@ -195,6 +202,7 @@ function showProblem(message, field = null, moveFocus = false) {
   const problem = byId("problem");
   problem.textContent = message;
   problem.hidden = false;
+  document.title = `Error: ${PAGE_TITLE}`;
   if (!field) {
     if (moveFocus && document.activeElement === document.body) problem.focus();
     return;
@@ -301,6 +309,7 @@ function showChoices(message, choices) {
     return item;
   }));
   byId("candidates").hidden = false;
+  entitle(byId("candidates-heading").textContent);
   byId("candidates-heading").focus();
 }
 
@@ -353,6 +362,7 @@ function showResult(result) {
   byId("copy-status").textContent = "";
 
   byId("result").hidden = false;
+  entitle(`${result.true_solar_time} at ${location.display_name}`);
   shownResult = result;
   drawEquationOfTimeChart(result);
 }
@@ -653,6 +663,7 @@ function showAddress() {
 /** Nothing shown below the form: no result, no candidates, no problem, and no announcement of them. */
 function hideAnswers() {
   announce("");
+  entitle();
   byId("result").hidden = true;
   byId("candidates").hidden = true;
   clearProblem();
