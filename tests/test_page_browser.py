@@ -546,6 +546,24 @@ def test_errors_are_shown_in_the_page(visit):
     visit.assert_clean(expected_statuses={400, 404})
 
 
+def test_a_marked_field_stands_out_in_forced_colours_too(visit):
+    # Windows high contrast paints every edge in its one text colour and drops shadows: the red edge and its
+    # shadow were all that marked the field, which then looked like every other.
+    page = visit.page
+    page.emulate_media(forced_colors="active")
+    page.goto(visit.base_url + "/?" + urlencode({**KASHGAR_SHARE, "latitude": "95"}))
+    page.locator("#problem").wait_for(state="visible")
+    assert page.get_attribute("#latitude", "aria-invalid") == "true"
+    edges = "(field) => ['borderTopWidth', 'borderTopColor', 'boxShadow'].map((name) => getComputedStyle(field)[name])"
+    marked, unmarked = page.eval_on_selector("#latitude", edges), page.eval_on_selector("#longitude", edges)
+    assert marked[1] == unmarked[1] and marked[2] == unmarked[2] == "none"  # what forced colours leave alike
+    assert float(marked[0].removesuffix("px")) >= 2 * float(unmarked[0].removesuffix("px"))
+    # Its box keeps its size: the thicker edge takes its room from the padding.
+    boxes = [page.locator(field).bounding_box() for field in ("#latitude", "#longitude")]
+    assert boxes[0]["height"] == boxes[1]["height"]
+    visit.assert_clean(expected_statuses={400})
+
+
 def test_a_refused_question_stays_in_the_address_bar_for_reload_and_back(visit):
     # A question the service refused (an unknown place) or answered with candidates (409) is in the address
     # bar, as an answer's share link is: reload asks it again; back returns to the answer before it.
