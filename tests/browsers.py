@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -36,3 +36,13 @@ def running_chromium(extra_args: Sequence[str] = ()) -> Iterator[Browser]:
         browser = launch_chromium(playwright, extra_args)
         yield browser
         browser.close()
+
+
+def accessible(page: Page, selector: str) -> tuple[str, str, str]:
+    """The role, name and description a screen reader is given for the element ``selector`` finds, as Chromium
+    computes them ("" for a name or description it has none of)."""
+    cdp = page.context.new_cdp_session(page)
+    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+    element = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    node = cdp.send("Accessibility.getPartialAXTree", {"nodeId": element, "fetchRelatives": False})["nodes"][0]
+    return tuple(node.get(part, {}).get("value", "") for part in ("role", "name", "description"))

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
-from browsers import running_chromium
+from browsers import accessible, running_chromium
 from playwright.sync_api import Page
 from servers import serving_in_thread
 
@@ -84,6 +84,17 @@ def test_the_key_list_fits_a_320_px_screen_only_the_table_scrolling(browser, con
         # The table does not fit, and scrolls within its own box: every column stays reachable.
         table_width, shown_width = widths(page, ".table-wrap")
         assert table_width > shown_width
+
+
+def test_a_screen_reader_is_told_the_key_lists_name_and_which_keys_it_holds(browser, console_url, keys):
+    # A table without a name or description was announced as a bare "table, 8 columns".
+    keys.create("Acme", "free", by="a test")
+    with console_page(browser, console_url) as page:
+        assert accessible(page, "table") == ("table", "All keys", "Keys 1–1 of 1, newest first.")
+        page.get_by_label("Find keys by label or preview").fill("Ac")
+        page.get_by_role("button", name="Find").click()
+        page.wait_for_url("**/console?q=Ac")
+        assert accessible(page, "table")[2] == "Keys 1–1 of 1, newest first (labels or previews holding “Ac”)."
 
 
 def test_the_longest_labels_leave_every_column_in_view_on_a_desktop_screen(browser, console_url, keys):

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
-from browsers import running_chromium
+from browsers import accessible, running_chromium
 from counters import UnusedMinuteClock
 from playwright.sync_api import Page
 from servers import serving_in_thread
@@ -188,16 +188,6 @@ def test_on_a_small_screen_nothing_scrolls_sideways_and_the_charts_words_do_not_
         assert all(chart["x"] <= left and right <= chart["x"] + chart["width"] for _, left, right, _, _ in boxes)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         visit.assert_clean()
-
-
-def accessible(page, selector: str) -> tuple[str, str, str]:
-    """The role, name and description a screen reader is given for the element ``selector`` finds, as Chromium
-    computes them ("" for a name or description it has none of)."""
-    cdp = page.context.new_cdp_session(page)
-    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
-    element = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
-    node = cdp.send("Accessibility.getPartialAXTree", {"nodeId": element, "fetchRelatives": False})["nodes"][0]
-    return tuple(node.get(part, {}).get("value", "") for part in ("role", "name", "description"))
 
 
 def test_a_screen_reader_reads_the_charts_figures_once_described_by_its_note(visit):
