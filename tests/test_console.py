@@ -838,7 +838,7 @@ async def test_deactivating_and_reactivating_a_key_counts_at_once(browser, api, 
 
 
 def notice_of(page: str) -> str | None:
-    found = re.search(r'<p class="notice info" role="status">(.*?)</p>', page, re.DOTALL)
+    found = re.search(r'<p class="notice info" role="status"[^>]*>(.*?)</p>', page, re.DOTALL)
     return html.unescape(" ".join(found[1].split())) if found else None
 
 

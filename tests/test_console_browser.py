@@ -146,6 +146,27 @@ def test_a_refused_key_is_told_at_the_field_it_is_about_which_takes_the_cursor(b
     assert keys.all() == []
 
 
+def focused_text(page: Page) -> str:
+    return page.evaluate("document.activeElement.textContent").strip()
+
+
+def test_what_a_click_did_takes_the_cursor_on_the_page_it_returns_to(browser, console_url, keys):
+    # Each form answers with a redirect to a new page, where a status line is not announced (it is there from the
+    # start) and the cursor was at the top: a screen reader said only "API keys", not whether the click worked.
+    with console_page(browser, console_url) as page:
+        page.get_by_label("Label", exact=True).fill("Observatory")
+        page.get_by_role("button", name="Create key").click()
+        page.get_by_role("heading", name="Key created for “Observatory”").wait_for()
+        assert focused_text(page) == "Key created for “Observatory”"
+        preview = keys.all()[0].preview
+        page.get_by_role("button", name=f"Deactivate key Observatory ({preview})").click()
+        page.get_by_role("button", name=f"Activate key Observatory ({preview})").wait_for()
+        assert focused_text(page) == f"Key 1 ({preview}, “Observatory”) is now inactive."
+        assert page.evaluate("document.activeElement.getAttribute('role')") == "status"
+        page.reload()  # nothing to tell, and the cursor where a page starts it
+        assert focused_id(page) == ""
+
+
 def test_a_wrong_admin_token_is_told_at_the_token_field_which_keeps_the_cursor(browser, console_url):
     with console_page(browser, console_url, logged_in=False) as page:
         assert page.title() == "Log in · solarserv console" and focused_id(page) == "token"
