@@ -224,6 +224,26 @@ def outline(page) -> list[tuple[str, str]]:
     return found
 
 
+def test_nothing_on_the_page_moves_so_reduced_motion_has_nothing_to_stop(visit):
+    # README: no animation, transition or smooth scrolling, while an answer is awaited (dimmed) or shown.
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
+    page.locator("#eot-chart polyline.curve").wait_for()
+    held = []
+    page.route("**/api/v1/solar-time?*", lambda route: held.append(route))
+    page.get_by_label("Clock time").fill("15:00:00")
+    page.get_by_label("Clock time").press("Enter")
+    page.wait_for_function("document.getElementById('result').getAttribute('aria-busy') === 'true'")
+    moving = """() => [...document.querySelectorAll("*")].map((node) => getComputedStyle(node))
+        .filter((style) => style.animationName !== "none" || style.transitionDuration.split(", ").some((time) =>
+            time !== "0s") || style.scrollBehavior !== "auto").length + document.getAnimations().length"""
+    assert page.evaluate(moving) == 0
+    held[0].continue_()
+    page.get_by_text("Sundial time 13:58").wait_for()
+    assert page.evaluate(moving) == 0
+    visit.assert_clean()
+
+
 def test_a_screen_reader_finds_the_form_among_the_landmarks_and_headings_in_order(visit):
     page = visit.page
     page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
