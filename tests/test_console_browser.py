@@ -165,6 +165,9 @@ def test_what_a_click_did_takes_the_cursor_on_the_page_it_returns_to(browser, co
         assert page.evaluate("document.activeElement.getAttribute('role')") == "status"
         page.reload()  # nothing to tell, and the cursor where a page starts it
         assert focused_id(page) == ""
+        page.get_by_role("button", name="Log out").click()  # the login page it returns to tells it before the field
+        page.wait_for_url("**/console/login?*")
+        assert focused_text(page) == "You are logged out."
 
 
 def test_a_wrong_admin_token_is_told_at_the_token_field_which_keeps_the_cursor(browser, console_url):
