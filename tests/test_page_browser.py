@@ -142,7 +142,9 @@ def test_share_link_shows_the_apis_result_on_a_phone_screen(phone_visit, live_se
     eot = result["calculation"]["equation_of_time_minutes"]
     assert shown(page, "#eot-value") == f"−{int(-eot)} min {round(-eot * 60) % 60} s"
     assert shown(page, "#total-value") == "−1 h 1 min 56 s"
-    assert shown(page, "#status").startswith(f"Sundial time {result['true_solar_time']}")
+    # Whole out of context (after going back, say): the clock time's date too, which the status line left out.
+    answer, place = result["true_solar_time"], result["location"]["display_name"]
+    assert shown(page, "#status") == f"Sundial time {answer} at {place}; clock time 14:30:00 on 14 July 2026."
     # The pictures: the Sun on the compass, and the year's curve from the equation-of-time endpoint.
     assert page.locator("#compass circle.sun").count() == 1
     page.locator("#eot-chart polyline.curve").wait_for()

@@ -154,7 +154,8 @@ async function calculate(query, addToHistory) {
       addToAddressHistory(result.share.url);
       byId("result-heading").focus(); // a keyboard or screen-reader user lands on the answer asked for
     }
-    announce(`Sundial time ${result.true_solar_time} at ${result.location.display_name}; clock time ${result.local_time}.`);
+    // Whole out of context (read after going back, say), so with the clock time's date.
+    announce(`Sundial time ${result.true_solar_time} at ${result.location.display_name}; clock time ${result.local_time} on ${formatDate(result.date)}.`);
   } catch (failure) {
     if (controller.signal.aborted) return;
     if (addToHistory) addToAddressHistory(`/?${new URLSearchParams(query)}`);
