@@ -645,7 +645,7 @@ def test_an_admin_token_is_generated_when_none_is_set(settings):
 def row_of(page: str, preview: str) -> list[str]:
     """The cells of the table row that lists the key with this preview."""
     row = next(row for row in page.split("<tr")[1:] if preview in row)
-    return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
 
 
 async def test_creating_a_key_shows_it_once_and_it_works_at_once(browser, api, keys):
@@ -721,8 +721,8 @@ async def test_the_listing_shows_requests_in_the_current_window(browser, api, ke
 
 
 def labels_listed(page: str) -> list[str]:
-    return [re.sub(r"<[^>]+>", "", row.split('<td class="label">')[1].split("</td>")[0]).strip()
-            for row in page.split("<tr")[1:] if '<td class="label">' in row]
+    return [re.sub(r"<[^>]+>", "", row.split('<th scope="row" class="label">')[1].split("</th>")[0]).strip()
+            for row in page.split("<tr")[1:] if '<th scope="row" class="label">' in row]
 
 
 async def test_the_keys_are_listed_a_page_at_a_time_newest_first_and_can_be_found(browser, keys):

@@ -97,6 +97,20 @@ def test_a_screen_reader_is_told_the_key_lists_name_and_which_keys_it_holds(brow
         assert accessible(page, "table")[2] == "Keys 1–1 of 1, newest first (labels or previews holding “Ac”)."
 
 
+def test_each_keys_row_is_headed_by_its_label_for_a_screen_reader(browser, console_url, keys):
+    # Moving along a column, a screen reader names the row's header with each cell: with none, "Status, inactive"
+    # said nothing of whose key it was.
+    keys.create("Acme", "free", by="a test")
+    with console_page(browser, console_url) as page:
+        count = page.locator("tbody tr > *").count()
+        cells = [accessible(page, f"tbody tr > :nth-child({number})")[:2] for number in range(1, count + 1)]
+        assert cells[0] == ("rowheader", "Acme") and {role for role, _ in cells[1:]} == {"cell"}
+        # Shown as the other cells are, not as the column headers.
+        looks = "(cell) => ['fontSize', 'fontWeight', 'color'].map((name) => getComputedStyle(cell)[name])"
+        assert page.locator("tbody tr > :first-child").evaluate(looks) == page.locator(
+            "tbody tr > :nth-child(3)").evaluate(looks)
+
+
 def test_the_longest_labels_leave_every_column_in_view_on_a_desktop_screen(browser, console_url, keys):
     # A label of 100 characters without a space pushed the status and the buttons out of the table's view, on
     # every row: the operator scrolled sideways to deactivate any key.
