@@ -259,6 +259,15 @@ def test_a_screen_reader_finds_the_form_among_the_landmarks_and_headings_in_orde
     visit.assert_clean()
 
 
+def test_a_screen_reader_is_told_the_breakdown_tables_name(visit):
+    # A table without a name was announced as a bare "table, 3 columns".
+    page = visit.page
+    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
+    page.locator("#result").wait_for(state="visible")
+    assert accessible(page, ".breakdown")[:2] == ("table", "Why the sundial and the clock differ")
+    visit.assert_clean()
+
+
 def test_a_screen_reader_reads_each_sun_sketchs_figures_once(visit):
     page = visit.page
     page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
