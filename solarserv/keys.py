@@ -52,6 +52,11 @@ ACTIVE, INACTIVE = "active", "inactive"
 BY_THE_CLI = "the CLI"
 
 SESSION_ID_BYTES = 32
+SESSION_DAYS = 7  # how long a console session lives after its login
+# How long a console form's id is kept (see create_console_forms_table): a page's forms carry its session's
+# XSRF token, so none is accepted after the session that showed it has expired, at most SESSION_DAYS after
+# the form's first sending. A form sent twice seconds or hours apart is told what its first sending did.
+FORMS_KEPT_SECONDS = SESSION_DAYS * 24 * 3600
 
 # How long to wait for another process's write lock. The CLI can wait (SQLite's default). A server waits on
 # its event loop, stalling every request of the process, so briefly: a write holds the lock 0.4 ms median,
@@ -196,6 +201,14 @@ def create_console_forms_table(db: sqlite_utils.Database) -> None:
     db["console_forms"].create({"id": str, "key_id": int}, pk="id", not_null={"key_id"})
 
 
+@migrations()
+def record_when_console_forms_were_sent(db: sqlite_utils.Database) -> None:
+    """When each console form was first sent, so that forms no page can send any more are dropped
+    (FORMS_KEPT_SECONDS). Those recorded before are taken as sent now: kept as long as a form sent now."""
+    db["console_forms"].add_column("sent", float)
+    db.execute("update console_forms set sent = ?", [time.time()])
+
+
 @contextlib.contextmanager
 def _failures_explained(path: Path) -> Iterator[None]:
     """SQLite's failures that an operator acts on, as this module's: "database is locked", after the store's
@@ -327,8 +340,7 @@ class KeyStore:
                     if (created := self._key_changed_by(form)) is not None:
                         raise FormAlreadySent(self.find(str(created)))
                     key_id = self._db["keys"].insert(row).last_pk
-                    if form is not None:
-                        self._db["console_forms"].insert({"id": form, "key_id": key_id})
+                    self._record_form(form, key_id)
             except sqlite3.IntegrityError:
                 continue  # the preview is taken (about one in 16 million per existing key): draw again
             record = ApiKey(id=key_id, **row)
@@ -336,6 +348,16 @@ class KeyStore:
             return IssuedKey(key=key, record=record)
         raise RuntimeError(f"{PREVIEW_DRAWS} new keys in a row had a preview already taken; the store at "
                            f"{self.path} is not behaving as a unique index should.")
+
+    def _record_form(self, form: str | None, key_id: int) -> None:
+        """Record that the console form ``form`` created or changed the key ``key_id``, inside the write that did
+        it. The forms older than FORMS_KEPT_SECONDS, which no page can send any more, are dropped in the same
+        write: the table holds no more than the forms of a session's lifetime, and only console forms pay."""
+        if form is None:
+            return
+        now = self._clock()
+        self._db.execute("delete from console_forms where sent <= ?", [now - FORMS_KEPT_SECONDS])
+        self._db["console_forms"].insert({"id": form, "key_id": key_id, "sent": now}, ignore=True)
 
     def _key_changed_by(self, form: str | None) -> int | None:
         """The id of the key the console form ``form`` created or changed, if a sending of it did."""
@@ -410,8 +432,7 @@ class KeyStore:
             changed = before.status != status
             if changed:
                 self._db.execute("update keys set status = ? where id = ?", [status, before.id])
-                if form is not None:
-                    self._db["console_forms"].insert({"id": form, "key_id": before.id}, ignore=True)
+                self._record_form(form, before.id)
             form_sent_before = not changed and self._key_changed_by(form) == before.id
         key = replace(before, status=status)
         if changed:

@@ -26,7 +26,9 @@ from writers import another_process_writing
 from solarserv import keys as keys_module
 from solarserv.cli import main
 from solarserv.keys import (
+    FORMS_KEPT_SECONDS,
     SERVER_WAIT_FOR_WRITER_SECONDS,
+    SESSION_DAYS,
     TIERS,
     FormAlreadySent,
     KeyStore,
@@ -187,7 +189,8 @@ def test_schema_comes_from_migrations_applied_once(tmp_path):
     KeyStore(tmp_path / "keys.db").close()  # reopening applies nothing twice
     db = sqlite_utils.Database(tmp_path / "keys.db")
     assert [migration.name for migration in migrations.applied(db)] == [
-        "create_keys_table", "create_console_sessions_table", "create_console_forms_table"]
+        "create_keys_table", "create_console_sessions_table", "create_console_forms_table",
+        "record_when_console_forms_were_sent"]
     assert db.execute("pragma journal_mode").fetchone()[0] == "wal"
 
 
@@ -201,6 +204,53 @@ def test_a_form_creates_one_key_however_often_it_is_sent_and_each_form_its_own(t
     second = store.create("Acme", "free", by="a test", form="page-2-form")
     unbound = store.create("Acme", "free", by="a test")  # the CLI's
     assert [key.id for key in store.all()] == [first.record.id, second.record.id, unbound.record.id]
+
+
+def recorded_forms(store: KeyStore) -> list[str]:
+    with contextlib.closing(sqlite_utils.Database(store.path)) as reader:
+        return sorted(row["id"] for row in reader["console_forms"].rows)
+
+
+def test_a_forms_id_is_kept_while_its_page_can_send_it_and_dropped_when_the_next_form_is_recorded(store, clock):
+    # The console_forms table grew by a row a console form, forever. A page's forms are accepted only while the
+    # session that showed it lives, which started before the page was shown.
+    assert FORMS_KEPT_SECONDS >= SESSION_DAYS * 24 * 3600
+    first = store.create("Acme", "free", by="a test", form="page-1-form")
+    clock.now += FORMS_KEPT_SECONDS - 1
+    with pytest.raises(FormAlreadySent):  # sent again at the session's last moment: still once
+        store.create("Acme", "free", by="a test", form="page-1-form")
+    store.set_status(first.record.id, "inactive", by="a test", form="page-2-form")
+    assert recorded_forms(store) == ["page-1-form", "page-2-form"]
+    store.create("Acme", "free", by="a test")  # the CLI's, which records no form, drops none either
+    clock.now += 1
+    store.create("Beta", "free", by="a test", form="page-3-form")
+    assert recorded_forms(store) == ["page-2-form", "page-3-form"]
+
+
+def a_store_whose_forms_have_no_time(data_dir: Path, form: str) -> None:
+    """A store as the version before forms' times left it, with one form recorded."""
+    with opened(data_dir) as store:
+        store.create("Acme", "free", by="a test", form=form)
+    with contextlib.closing(sqlite_utils.Database(data_dir / "keys.db")) as db:
+        db["console_forms"].transform(drop={"sent"})
+        db.execute("delete from _sqlite_migrations where name = 'record_when_console_forms_were_sent'")
+        db.conn.commit()
+
+
+def test_forms_recorded_before_their_time_was_are_kept_as_if_sent_at_the_upgrade(tmp_path):
+    a_store_whose_forms_have_no_time(tmp_path, "old-form")
+    before = time.time()
+    clock = Clock(before)
+    with contextlib.closing(KeyStore(KeyStore.path_in(tmp_path), clock=clock)) as store:
+        with contextlib.closing(sqlite_utils.Database(store.path)) as reader:
+            upgraded = reader["console_forms"].get("old-form")["sent"]
+        assert before <= upgraded <= time.time()
+        clock.now = upgraded + FORMS_KEPT_SECONDS - 1
+        with pytest.raises(FormAlreadySent):
+            store.create("Acme", "free", by="a test", form="old-form")
+        clock.now += 1
+        store.create("Beta", "free", by="a test", form="new-form")
+        assert recorded_forms(store) == ["new-form"]
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ from solarserv.keys import (
     ACTIVE,
     INACTIVE,
     LABEL_MAX_LENGTH,
+    SESSION_DAYS,
     TIERS,
     FormAlreadySent,
     KeyStoreBusy,
@@ -53,7 +54,6 @@ from solarserv.web.logs import CONSOLE_PATH, as_sent, client_shown
 LOGIN_PATH = "/console/login"
 LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
 SESSION_COOKIE = "solarserv_console"
-SESSION_DAYS = 7
 # A key just created, and what a form did otherwise, go to the page that shows them in these cookies, cleared
 # there (ConsoleHandler.pass_to_next_page).
 NEW_KEY_COOKIE = "solarserv_new_key"
