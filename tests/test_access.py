@@ -4,10 +4,12 @@ both modes, the rate-limit headers on every answer, shared counts across process
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import http.client
 import json
 import logging
+import sqlite3
 import subprocess
 import sys
 import time
@@ -271,6 +273,40 @@ async def test_a_key_store_too_busy_to_look_up_the_key_is_503_counted_per_client
     assert not any("X-API-Key-Status" in reply.headers for reply in replies)  # not known to be invalid
     assert await limiter.current_counts(["ip:127.0.0.1"]) == {"ip:127.0.0.1": 4}
     assert "locked by another process's write" in caplog.text and "Traceback" not in caplog.text
+
+
+def damage(keys: KeyStore) -> None:
+    """The store's file overwritten under the open store, as a bad copy or a disk fault leaves it. Its log is
+    checkpointed into it first (by another connection, as another process would), or the rows would still be
+    read from the log."""
+    with contextlib.closing(sqlite3.connect(keys.path)) as other_process:
+        other_process.execute("pragma wal_checkpoint(truncate)")
+    with keys.path.open("r+b") as database:
+        database.write(b"Not a database any more.\n" * 40)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"api_key_required": True}], ids=["optional", "required"])
+async def test_a_key_store_that_cannot_be_read_is_503_counted_per_client_ip_and_logged_in_one_line(
+        api, keys, limiter, caplog, overrides):
+    # It was a 500 CALCULATION_FAILED, the store's error logged with a traceback as a fault of the code.
+    key = keys.create("Acme", "free", by="a test").key
+    damage(keys)
+    replies = [await api(PARIS_GET, headers={"X-API-Key": key}),
+               await api("/api/v1/solar-time", "POST", PARIS, headers={"X-API-Key": key})]
+    assert [reply.status for reply in replies] == [503, 503]
+    for reply in replies:
+        assert reply.json()["error"] == {
+            "code": "KEY_STORE_UNAVAILABLE",
+            "message": "The API key store cannot be read, so the key cannot be checked; the server has logged why "
+                       "for its operator."}
+        assert "X-API-Key-Status" not in reply.headers  # not known to be invalid
+    assert [limits(reply)[:2] for reply in replies] == [(ANON_RPM, 2), (ANON_RPM, 1)]
+    assert await limiter.current_counts(["ip:127.0.0.1"]) == {"ip:127.0.0.1": 2}
+    errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR
+              and record.name == "solarserv.web"]
+    assert errors == [f"{method} /api/v1/solar-time: The key store {keys.path} cannot be used: file is not a "
+                      "database." for method in ("GET", "POST")]
+    assert "Traceback" not in caplog.text
 
 
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])

@@ -14,7 +14,9 @@ The one place in the request path where identity and limits are decided. ``ApiHa
 
 A request over its limit is 429 RATE_LIMIT_EXCEEDED, before any 401: a client hammering with bad keys
 is slowed down like any other. A key the store is too busy to look up is counted per client IP, and the
-request answered 503 SERVICE_BUSY (when within that limit), with the rate-limit headers like any answer.
+request answered 503 SERVICE_BUSY (when within that limit), with the rate-limit headers like any answer; one
+the store cannot be read to look up at all (damaged, not a database any more) likewise, with 503
+KEY_STORE_UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 import tornado.httputil
 
 from solarserv.errors import ApiError
-from solarserv.keys import ApiKey, KeyStoreBusy
+from solarserv.keys import ApiKey, KeyStoreBusy, KeyStoreUnusable
 from solarserv.ratelimit import Decision
 from solarserv.text import TARGET_SHOWN, escaped, shortened
 
@@ -59,27 +61,30 @@ async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> A
     # them are no key: the client is told so.
     sent = {value.strip() for value in request.headers.get_list(API_KEY_HEADER)} - {""}
     supplied = next(iter(sent)) if len(sent) == 1 else ""
-    busy: KeyStoreBusy | None = None
+    # The answer when the key could not be looked up: the key stays unknown, so the request is counted per client
+    # IP, and the key is not called invalid. Either is one log line, not a traceback.
+    lookup_failed: ApiError | None = None
     try:
         key = services.keys.active_key(supplied) if supplied else None
-    except KeyStoreBusy as exc:
-        # Another process's write holds the store: one line, not a traceback. The key stays unknown, so the
-        # request is counted per client IP, and the key is not called invalid.
+    except KeyStoreBusy as exc:  # another process's write holds the store: the client may retry
         log.warning("%s %s: %s", request.method, escaped(shortened(request.path, longest=TARGET_SHOWN)), exc)
-        key, busy = None, exc
+        key, lookup_failed = None, _busy()
+    except KeyStoreUnusable as exc:  # the file itself (damaged, replaced): until the operator repairs it
+        log.error("%s %s: %s", request.method, escaped(shortened(request.path, longest=TARGET_SHOWN)), exc)
+        key, lookup_failed = None, _key_store_unavailable()
     if key is not None:
         decision = await services.limiter.hit(key_counter(key), key.rpm)
     else:
         decision = await services.limiter.hit(ip_counter(client_ip(request, settings.trust_proxy)),
                                               settings.anon_rpm)
     headers = decision.headers()
-    if sent and key is None and busy is None:
+    if sent and key is None and lookup_failed is None:
         # With enforcement off the request still passes on per-IP limits; say so, so a typo is not silent.
         headers["X-API-Key-Status"] = "invalid"
     if not decision.allowed:  # its Retry-After comes with the error (retry_after), as every refusal's does
         return Admission(headers, _rate_limited(decision))
-    if busy is not None:
-        return Admission(headers, _busy())
+    if lookup_failed is not None:
+        return Admission(headers, lookup_failed)
     if settings.api_key_required and key is None:
         return Admission(headers, _invalid_key(len(sent)) if sent else _missing_key())
     return Admission(headers)
@@ -143,6 +148,11 @@ def _rate_limited(decision: Decision) -> ApiError:
 def _busy() -> ApiError:
     return ApiError("SERVICE_BUSY", 503, "The API key store is busy (SQLite reported it locked); retry in a moment.",
                     retry_after=BUSY_RETRY_SECONDS)
+
+
+def _key_store_unavailable() -> ApiError:
+    return ApiError("KEY_STORE_UNAVAILABLE", 503, "The API key store cannot be read, so the key cannot be checked; "
+                                                  "the server has logged why for its operator.")
 
 
 def _missing_key() -> ApiError:
