@@ -4,12 +4,10 @@ both modes, the rate-limit headers on every answer, shared counts across process
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import http.client
 import json
 import logging
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +20,7 @@ import pytest
 import tornado.httputil
 from counters import RedisServer, UnusedMinuteClock
 from servers import start_solarserv
+from writers import overwritten_under_the_server
 
 from solarserv.keys import KeyStore, KeyStoreBusy
 from solarserv.ratelimit import RateLimiter, RedisCounters
@@ -275,22 +274,12 @@ async def test_a_key_store_too_busy_to_look_up_the_key_is_503_counted_per_client
     assert "locked by another process's write" in caplog.text and "Traceback" not in caplog.text
 
 
-def damage(keys: KeyStore) -> None:
-    """The store's file overwritten under the open store, as a bad copy or a disk fault leaves it. Its log is
-    checkpointed into it first (by another connection, as another process would), or the rows would still be
-    read from the log."""
-    with contextlib.closing(sqlite3.connect(keys.path)) as other_process:
-        other_process.execute("pragma wal_checkpoint(truncate)")
-    with keys.path.open("r+b") as database:
-        database.write(b"Not a database any more.\n" * 40)
-
-
 @pytest.mark.parametrize("overrides", [{}, {"api_key_required": True}], ids=["optional", "required"])
 async def test_a_key_store_that_cannot_be_read_is_503_counted_per_client_ip_and_logged_in_one_line(
         api, keys, limiter, caplog, overrides):
     # It was a 500 CALCULATION_FAILED, the store's error logged with a traceback as a fault of the code.
     key = keys.create("Acme", "free", by="a test").key
-    damage(keys)
+    overwritten_under_the_server(keys.path)
     replies = [await api(PARIS_GET, headers={"X-API-Key": key}),
                await api("/api/v1/solar-time", "POST", PARIS, headers={"X-API-Key": key})]
     assert [reply.status for reply in replies] == [503, 503]

@@ -22,7 +22,7 @@ import pytest
 import tornado.httpclient
 import tornado.web
 from servers import serving_in_thread
-from writers import another_process_writing
+from writers import another_process_writing, overwritten_under_the_server
 
 from solarserv.keys import SERVER_WAIT_FOR_WRITER_SECONDS, TIERS, KeyStore, Tier
 from solarserv.ratelimit import RateLimiter
@@ -952,6 +952,23 @@ async def test_a_change_is_refused_with_503_while_another_process_holds_the_writ
     assert [key.label for key in keys.all()] == ["Acme"]
     assert "locked by another process's write" in caplog.text and "Traceback" not in caplog.text
     assert (await browser.post("/console", {"label": "Beta", "tier": "free"})).code == 303
+
+
+async def test_a_key_store_overwritten_under_the_server_is_a_503_page_saying_so_in_one_log_line(browser, keys,
+                                                                                                caplog):
+    # It was a 500 page, the store's error logged with a traceback as a fault of the code.
+    await browser.log_in()
+    form = {"label": "Beta", "tier": "free", "_xsrf": await browser.form_token()}  # a page shown before
+    overwritten_under_the_server(keys.path)
+    told = f"The key store {keys.path} cannot be used: file is not a database. Nothing was changed."
+    for refused in (await browser.get("/console"), await browser.post("/console", form, xsrf=False)):
+        assert refused.code == 503 and "Retry-After" not in refused.headers
+        assert told in html.unescape(browser.text(refused))
+    errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR
+              and record.name == "solarserv.web"]
+    assert len(errors) == 2 and all(error.endswith(f"→ 503: The key store {keys.path} cannot be used: file is not "
+                                                   "a database.") for error in errors)
+    assert "Traceback" not in caplog.text
 
 
 class FormAudit(html.parser.HTMLParser):

@@ -1,8 +1,10 @@
-"""Another process holding the write lock of a key store's SQLite file, as the CLI does while it writes."""
+"""Another process changing a key store's SQLite file under the server: holding its write lock, as the CLI does
+while it writes, or overwriting it."""
 
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -36,3 +38,13 @@ def another_process_writing(path: Path):
         writer.wait()
         writer.stdin.close()
         writer.stdout.close()
+
+
+def overwritten_under_the_server(path: Path) -> None:
+    """The key store at ``path`` overwritten while a server has it open, as a bad copy or a disk fault leaves it.
+    Its log is checkpointed into it first, as another process's connection does, or the server would go on
+    reading its rows from the log."""
+    with contextlib.closing(sqlite3.connect(path)) as other_process:
+        other_process.execute("pragma wal_checkpoint(truncate)")
+    with path.open("r+b") as database:
+        database.write(b"Not a database any more.\n" * 40)

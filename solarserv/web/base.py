@@ -18,7 +18,7 @@ from typing import Any
 import tornado.web
 
 from solarserv.errors import ApiError, malformed
-from solarserv.keys import KeyStoreBusy, without_keys
+from solarserv.keys import KeyStoreBusy, KeyStoreUnusable, without_keys
 from solarserv.text import TARGET_SHOWN, escaped, in_words, shortened
 from solarserv.web import access
 from solarserv.web.logs import as_sent, request_summary
@@ -140,6 +140,9 @@ class BaseHandler(tornado.web.RequestHandler):
         elif isinstance(value, KeyStoreBusy):
             # Answered 503 "try again" (the console's write_error): another process's doing, not a fault.
             log.warning("%s → 503: %s", request_summary(self), value)
+        elif isinstance(value, KeyStoreUnusable):
+            # Answered 503 (the console's write_error): the file's fault, which the operator repairs, not the code's.
+            log.error("%s → 503: %s", request_summary(self), value)
         elif isinstance(value, tornado.web.HTTPError):
             if value.get_message():
                 # A 4xx (no console session, a form without its XSRF token) is the client's doing, as an ApiError is.

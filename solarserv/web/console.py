@@ -44,6 +44,7 @@ from solarserv.keys import (
     FormAlreadySent,
     KeyStoreBusy,
     KeyStoreError,
+    KeyStoreUnusable,
     is_whole_key,
 )
 from solarserv.text import shortened
@@ -220,17 +221,22 @@ class ConsoleHandler(BaseHandler):
             raise tornado.web.HTTPError(403, "no console session")
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
-        if isinstance(kwargs.get("exc_info", (None, None))[1], KeyStoreBusy):
+        exception, message = kwargs.get("exc_info", (None, None))[1], client_message(kwargs)
+        if isinstance(exception, KeyStoreBusy):
             status_code = 503
             self.set_status(status_code)
             self.set_header("Retry-After", str(BUSY_RETRY_SECONDS))
+        elif isinstance(exception, KeyStoreUnusable):  # until the operator restores it: no Retry-After
+            status_code = 503
+            self.set_status(status_code)
+            message = f"{exception} Nothing was changed."
         self.set_allow_header(status_code)
         # The error page shows no session; looking it up again could meet the busy store again.
         self.current_user = None
         self.render("console_error.html", status=status_code,
                     reason=tornado.httputil.responses.get(status_code, "Error"),
                     remote=status_code == 403 and self._refused_as_remote(),
-                    off=self.services.settings.console == "off", message=client_message(kwargs))
+                    off=self.services.settings.console == "off", message=message)
 
     def operator(self) -> str:
         """Who changes a key from this page, as the key store's audit line names them: the console, and its client
