@@ -22,6 +22,7 @@ from solarserv.keys import (
     INACTIVE,
     TIER_ALIASES,
     TIERS,
+    IssuedKey,
     KeyStore,
     KeyStoreBusy,
     KeyStoreError,
@@ -59,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`solarserv plugins | head -1`): stop quietly, as other commands in a pipe do.
         discard_stdout()
         return 1
+    except StdoutUnwritable as exc:
+        if sys.stdout is not None:
+            discard_stdout()  # what could not be written is not tried again at exit
+        _refuse(parser, exc)
+        return 1
     except (KeyStoreError, KeyStoreBusy, KeyStoreUnusable) as exc:
         # The key store refused, was locked or cannot be used, in any command: one line in its words.
         _refuse(parser, exc)
@@ -67,6 +73,24 @@ def main(argv: list[str] | None = None) -> int:
         # Problems an operator fixes or retries (a port in use, plugins, templates): one line, not a traceback.
         _refuse(parser, exc)
         return 2
+
+
+class StdoutUnwritable(Exception):
+    """What a command prints could not be written: stdout is closed, or its disk is full. (A reader that went away
+    is BrokenPipeError, a quiet stop.)"""
+
+
+def _shown(text: str) -> None:
+    """``text`` on stdout, written through at once, so that a failure to write it comes here, while the command
+    can still say so, not at exit; a closed stdout, which print passes over in silence, is one too."""
+    if sys.stdout is None:
+        raise StdoutUnwritable("cannot write to stdout: it is closed")
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise StdoutUnwritable(f"cannot write to stdout ({exc.strerror})") from exc
 
 
 def _refuse(parser: argparse.ArgumentParser, exc: Exception) -> None:
@@ -227,42 +251,52 @@ def create_key(settings: Any, args: argparse.Namespace) -> int:
     fields = checked_key_fields(args.label, args.tier, args.rpm)
     with _key_store(settings, may_create=True) as store:
         issued = store.create(*fields, by=BY_THE_CLI)
-    if new_store:
-        print(f"note: created a new key store at {store.path}; servers read it when started with this data "
-              "dir.", file=sys.stderr)
-    record = issued.record
-    if args.json:
-        print(json.dumps({"key": issued.key, **record.public_fields()}, ensure_ascii=False))
-    else:
-        print(f"Key {record.id} for “{record.label}”: {record.tier}, {record.rpm} requests per minute, "
-              f"{record.status}.\n\n    {issued.key}\n\n"
-              "This is the only time the full key is shown (only its hash is stored). "
-              "Clients send it in the X-API-Key header.")
+        if new_store:
+            print(f"note: created a new key store at {store.path}; servers read it when started with this data "
+                  "dir.", file=sys.stderr)
+        try:
+            _shown(_new_key_shown(issued, args.json))
+        except (StdoutUnwritable, BrokenPipeError) as exc:
+            # The key is nowhere but in this process now: deactivated, so that no one can use it unseen (a copy of
+            # the part that reached a file or pipe), and the operator is told to create another.
+            store.set_status(issued.record.id, INACTIVE, by=BY_THE_CLI)
+            reason = "cannot write to stdout: its reader went away" if isinstance(exc, BrokenPipeError) else exc
+            raise StdoutUnwritable(f"{reason}, so {issued.record.described()} was created but not shown; it is now "
+                                   "inactive, as no one has it: create another.") from exc
     return 0
+
+
+def _new_key_shown(issued: IssuedKey, as_json: bool) -> str:
+    record = issued.record
+    if as_json:
+        return json.dumps({"key": issued.key, **record.public_fields()}, ensure_ascii=False)
+    return (f"Key {record.id} for “{record.label}”: {record.tier}, {record.rpm} requests per minute, "
+            f"{record.status}.\n\n    {issued.key}\n\n"
+            "This is the only time the full key is shown (only its hash is stored). "
+            "Clients send it in the X-API-Key header.")
 
 
 def list_keys(settings: Any, args: argparse.Namespace) -> int:
     with _key_store(settings) as store:
         keys = store.all()
     if args.json:
-        print(json.dumps([key.public_fields() for key in keys], ensure_ascii=False, indent=2))
+        _shown(json.dumps([key.public_fields() for key in keys], ensure_ascii=False, indent=2))
         return 0
     if not keys:  # naming the store read, which may not be the servers' (a --data-dir mistyped)
-        print(f"No keys in {store.path} yet: `solarserv keys create` issues one.")
+        _shown(f"No keys in {store.path} yet: `solarserv keys create` issues one.")
         return 0
     rows = [("ID", "Label", "Key preview", "Tier", "RPM", "Created", "Status")]
     rows += [(str(key.id), key.label, key.preview, key.tier, str(key.rpm), key.created, key.status)
              for key in keys]
     # Padded by the columns a terminal gives each cell: a label in Chinese takes two a character, not one.
     widths = [max(terminal_width(row[column]) for row in rows) for column in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell + " " * (width - terminal_width(cell))
-                        for cell, width in zip(row, widths, strict=True)).rstrip())
+    _shown("\n".join("  ".join(cell + " " * (width - terminal_width(cell))
+                                for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows))
     return 0
 
 
 def change_key_status(settings: Any, args: argparse.Namespace) -> int:
     with _key_store(settings) as store:
         change = store.set_status(store.find(args.reference).id, args.status, by=BY_THE_CLI)
-    print(change.told())
+    _shown(change.told())
     return 0

@@ -7,6 +7,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import os
 import re
 import sqlite3
 import stat
@@ -595,6 +596,53 @@ def test_a_key_pasted_into_a_label_stays_out_of_the_audit_line(store, caplog):
                  "minute"),
         ("INFO", f"Key 2 ({issued.record.preview}, “Acme, replacing tst_…”) deactivated by a test"),
     ]
+
+
+def run_writing_to(stdout: str, data_dir: Path, *args: str) -> tuple[int, list[str]]:
+    """A `solarserv keys` command in a process of its own whose stdout is ``stdout``: "closed" (`>&-`), "no reader"
+    (`| head -0`, gone before the command writes) or a file; its status and its stderr's lines."""
+    command = [sys.executable, "-m", "solarserv", "keys", *args, "--data-dir", str(data_dir)]
+    if stdout == "no reader":
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process.stdout.close()
+        _, err = process.communicate(timeout=60)
+        return process.returncode, err.splitlines()
+    if stdout == "closed":
+        command = ["sh", "-c", 'exec "$@" >&-', "sh", *command]
+    with open(os.devnull if stdout == "closed" else stdout, "w") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, text=True, timeout=60)
+    return done.returncode, done.stderr.splitlines()
+
+
+UNWRITABLE_STDOUTS = [("closed", "cannot write to stdout: it is closed"),
+                      ("/dev/full", "cannot write to stdout (No space left on device)"),
+                      ("no reader", "cannot write to stdout: its reader went away")]
+
+
+@pytest.mark.parametrize(("stdout", "reason"), UNWRITABLE_STDOUTS, ids=["closed", "disk-full", "no-reader"])
+def test_a_new_key_that_cannot_be_shown_is_deactivated_and_the_operator_told(tmp_path, stdout, reason):
+    # The key was created and shown to no one: with stdout closed the command said nothing and exited 0, on a full
+    # disk it ended in a traceback, without a reader it stopped without a word; the key stayed active.
+    with opened(tmp_path) as store:
+        store.create("Acme", "free", by="a test")
+    status, err = run_writing_to(stdout, tmp_path, "create", "--label", "Beta", "--tier", "free")
+    with opened(tmp_path) as store:
+        acme, beta = store.all()
+    assert (acme.status, beta.label, beta.status) == ("active", "Beta", "inactive")
+    assert status == 1 and err[-1] == (f"solarserv: error: {reason}, so key 2 ({beta.preview}, “Beta”) was created "
+                                       "but not shown; it is now inactive, as no one has it: create another.")
+    assert not any("Traceback" in line for line in err)
+
+
+@pytest.mark.parametrize(("stdout", "reason"), UNWRITABLE_STDOUTS[:2], ids=["closed", "disk-full"])
+@pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["deactivate", "1"]])
+def test_a_key_command_that_cannot_write_to_stdout_says_so_in_one_line(tmp_path, stdout, reason, command):
+    # A full disk was a traceback; with stdout closed, nothing was said and the status was 0.
+    with opened(tmp_path) as store:
+        store.create("Acme", "free", by="a test")
+    status, err = run_writing_to(stdout, tmp_path, *command)
+    assert (status, err[-1]) == (1, f"solarserv: error: {reason}")
+    assert not any("Traceback" in line for line in err)
 
 
 def test_the_cli_refuses_a_data_dir_without_a_key_store_except_to_create_one(capsys, tmp_path):
