@@ -224,6 +224,21 @@ def _failures_explained(path: Path) -> Iterator[None]:
         raise
 
 
+def _refuse_if_emptied(path: Path) -> None:
+    """A store that exists and is empty is one emptied (a copy cut short by a full disk, `: > keys.db`), or one
+    another process has just made and is about to set up, which takes it milliseconds. SQLite would take the
+    emptied one for a new store: its keys would be gone without a word, every keyed request refused. So an
+    empty store is waited for as a migration is, and refused if it stays empty."""
+    deadline = time.monotonic() + WAIT_FOR_MIGRATION_SECONDS
+    with contextlib.suppress(OSError):  # a file that cannot be read, SQLite's open reports
+        while path.stat().st_size == 0:
+            if time.monotonic() > deadline:
+                raise KeyStoreUnusable(f"The key store {path} is an empty file, so it holds no keys: it was emptied "
+                                       "(a store once set up never is). Restore it from a backup, or delete it to "
+                                       "start a new store without keys.")
+            time.sleep(0.005)
+
+
 def _explained(method: Callable) -> Callable:
     """A KeyStore method whose SQLite failures are explained (_failures_explained)."""
 
@@ -261,9 +276,22 @@ class KeyStore:
         # Created readable by its owner alone: it holds the keys' digests and the console's sessions, and SQLite
         # gives its -wal and -shm files the mode of the database. One that exists is left as it is; any other
         # failure, SQLite's open reports below.
-        with contextlib.suppress(OSError):
+        created = False
+        try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        return cls(path, wait_for_writer=wait_for_writer)
+            created = True
+        except FileExistsError:
+            _refuse_if_emptied(path)
+        except OSError:
+            pass
+        try:
+            return cls(path, wait_for_writer=wait_for_writer)
+        except BaseException:
+            if created:  # a first start that failed (a full disk, Ctrl-C) leaves no empty store to pass for emptied
+                with contextlib.suppress(OSError):
+                    if path.stat().st_size == 0:
+                        path.unlink()
+            raise
 
     @staticmethod
     def path_in(data_dir: Path) -> Path:

@@ -9,6 +9,8 @@ import json
 import logging
 import os
 import re
+import resource
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -695,6 +697,38 @@ def test_a_key_store_that_is_not_a_database_is_one_line_naming_it(capsys, tmp_pa
     assert (status, out) == (1, "")
     assert err == (f"solarserv: error: The key store {tmp_path / 'keys.db'} cannot be used: file is not a "
                    "database.\n")
+
+
+@pytest.mark.parametrize("command", [["list"], ["create", "--label", "Acme", "--tier", "free"], ["deactivate", "1"]])
+def test_an_emptied_key_store_is_one_line_and_not_taken_for_a_new_one(capsys, tmp_path, monkeypatch, command):
+    # SQLite takes an empty file for a new database: `list` said there were no keys yet, `create` issued key 1 in
+    # a new store, `deactivate` found no key, and a server started on it refused every key it had issued.
+    monkeypatch.setattr(keys_module, "WAIT_FOR_MIGRATION_SECONDS", SERVER_WAIT_FOR_WRITER_SECONDS)
+    (tmp_path / "keys.db").write_bytes(b"")
+    status, out, err = run(capsys, tmp_path, *command)
+    assert (status, out) == (1, "")
+    assert err == (f"solarserv: error: The key store {tmp_path / 'keys.db'} is an empty file, so it holds no keys: it "
+                   "was emptied (a store once set up never is). Restore it from a backup, or delete it to start a "
+                   "new store without keys.\n")
+    assert (tmp_path / "keys.db").stat().st_size == 0
+
+
+def with_no_file_growing() -> None:
+    """In a child process before it runs: no file may grow (a full disk), and a write beyond fails, not kills."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_a_first_start_that_fails_to_set_up_the_store_leaves_no_empty_one(tmp_path):
+    # The empty keys.db it made was left behind, and the next start took it for one emptied.
+    command = [sys.executable, "-m", "solarserv", "keys", "create", "--label", "Acme", "--tier", "free",
+               "--data-dir", str(tmp_path)]
+    failed = subprocess.run(command, preexec_fn=with_no_file_growing, capture_output=True, text=True, timeout=60)
+    assert (failed.returncode, failed.stderr) == (
+        1, f"solarserv: error: The key store {tmp_path / 'keys.db'} cannot be used: disk I/O error.\n")
+    assert not (tmp_path / "keys.db").exists()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "note: created a new key store" in done.stderr
 
 
 def test_a_data_dir_that_is_a_file_is_one_line(capsys, tmp_path):
