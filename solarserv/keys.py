@@ -224,6 +224,13 @@ def _failures_explained(path: Path) -> Iterator[None]:
         raise
 
 
+def _migrations_unknown_here(db: sqlite_utils.Database) -> list[str]:
+    """The migrations applied to ``db`` that this version does not have: a newer solarserv's."""
+    with contextlib.closing(sqlite_utils.Database(memory=True)) as new_store:  # where every migration is pending
+        known = {migration.name for migration in migrations.pending(new_store)}
+    return [migration.name for migration in migrations.applied(db) if migration.name not in known]
+
+
 def _refuse_if_emptied(path: Path) -> None:
     """A store that exists and is empty is one emptied (a copy cut short by a full disk, `: > keys.db`), or one
     another process has just made and is about to set up, which takes it milliseconds. SQLite would take the
@@ -306,6 +313,12 @@ class KeyStore:
             raise KeyStoreError(f"The key store {self.path} cannot be put in WAL mode (its journal mode is "
                                 f"{self._db.journal_mode!r}); servers rely on it to read keys without "
                                 "waiting for a writer.")
+        if unknown := _migrations_unknown_here(self._db):
+            # Its rows may have columns this version would fail to read, or constraints it would break by writing.
+            raise KeyStoreUnusable(f"The key store {self.path} was set up by a newer solarserv: its schema has the "
+                                   f"migration{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}, "
+                                   "which this version does not know. Run that version, or restore a copy of the store "
+                                   "made by this one.")
         # Nearly every start finds the migrations applied: a read, which waits for no writer, so a store
         # opens while another process holds the write lock. Pending migrations take that lock: two
         # processes starting together on a new data dir queue there, and the second finds them applied

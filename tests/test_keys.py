@@ -413,6 +413,25 @@ def a_store_of_the_first_version(data_dir: Path) -> None:
         db.conn.commit()
 
 
+@pytest.mark.parametrize("command", [["list"], ["create", "--label", "Beta", "--tier", "free"], ["deactivate", "1"]])
+def test_a_store_of_a_newer_version_is_one_line_and_left_as_it_is(capsys, tmp_path, command):
+    # A newer solarserv's migration added a column: every command ended in a traceback (ApiKey got an unexpected
+    # keyword argument), `create` after it had written its key.
+    with opened(tmp_path) as store:
+        store.create("Acme", "free", by="a test")
+    with contextlib.closing(sqlite_utils.Database(tmp_path / "keys.db")) as db:
+        db["keys"].add_column("owner_email", str)
+        db["_sqlite_migrations"].insert({"migration_set": "solarserv.keys", "name": "add_owner_email",
+                                         "applied_at": "2027-01-01 00:00:00+00:00"})
+    status, out, err = run(capsys, tmp_path, *command)
+    assert (status, out) == (1, "")
+    assert err == (f"solarserv: error: The key store {tmp_path / 'keys.db'} was set up by a newer solarserv: its "
+                   "schema has the migration 'add_owner_email', which this version does not know. Run that version, "
+                   "or restore a copy of the store made by this one.\n")
+    with contextlib.closing(sqlite_utils.Database(tmp_path / "keys.db")) as db:
+        assert [(row["label"], row["status"]) for row in db["keys"].rows] == [("Acme", "active")]
+
+
 def test_a_migration_that_cannot_get_the_write_lock_is_one_line_and_leaves_no_connection(
         capsys, tmp_path, monkeypatch, connections):
     a_store_of_the_first_version(tmp_path)
