@@ -145,7 +145,7 @@ RETRY_AFTER = {"1 s": lambda: "1", "a day": lambda: "86400", "no pause": lambda:
 
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time (for 4 s;
-    "drip for 40 s …" for 40),
+    "drip for 40 s …" for 40), "drip headers …" its status line and headers (for 40 s),
     "broken" fails with HTTP 500, "down" with 503, "gateway timeout" with a proxy's 504, "blocked" with 403 and
     a page saying why, "cut short" closes the connection in mid-body, "busy" refuses with 429; "busy" or "down"
     followed by one of RETRY_AFTER's names ("busy 1 s", "down, no pause") sends that Retry-After.
@@ -164,6 +164,16 @@ class FakeProvider(tornado.web.RequestHandler):
         query = self.get_query_argument("q", "")
         if query == "slow" or self.odd.get("hanging"):
             await asyncio.sleep(3)
+        if query.startswith("drip headers"):  # a byte every 0.2 s from the status line on: no single read waits long
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+            head += b"X-Padding: " + b"." * (196 - len(head)) + b"\r\n\r\n"
+            stream = self.detach()
+            with contextlib.suppress(tornado.iostream.StreamClosedError):  # the client stopped reading
+                for byte in head + b"[]":
+                    await stream.write(bytes([byte]))
+                    await asyncio.sleep(0.2)
+            stream.close()
+            return
         if query.startswith("drip"):  # the headers at once, then a byte every 0.2 s: no single read waits long
             body = b" " * (198 if query.startswith("drip for 40 s") else 18) + b"[]"  # 4 s, or 40
             self.set_header("Content-Length", str(len(body)))
@@ -571,8 +581,20 @@ def test_a_call_given_up_on_stops_reading_and_gives_its_thread_back(provider_ser
         return await asyncio.gather(*(geocoder.locate(name) for name in names), return_exceptions=True)
 
     assert all("gave no answer in time" in answer.message for answer in asyncio.run(every_thread_dripping()))
-    time.sleep(1.5)  # each thread's reading is over at the first byte after its timeout, 0.2 s later at most
-    assert locate(geocoder, "Paris, Texas").place.country_code == "US"  # a thread was free at once
+    assert locate(geocoder, "Paris, Texas").place.country_code == "US"  # each thread's reading ended at its timeout
+
+
+def test_answers_whose_headers_drip_in_give_their_threads_back_at_the_timeout(provider_server, monkeypatch):
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_timeout=0.5)
+    monkeypatch.setattr(online, "FAILURE_PAUSE_SECONDS", 0)  # the next name asks as soon as it can
+
+    async def every_thread_dripping() -> list:
+        names = [f"drip headers, {number}" for number in range(PROVIDER_THREADS)]
+        return await asyncio.gather(*(geocoder.locate(name) for name in names), return_exceptions=True)
+
+    assert all("gave no answer in time" in answer.message for answer in asyncio.run(every_thread_dripping()))
+    # Its turn within the timeout: the threads are free by then, where each stayed for the 40 s of its dripping.
+    assert locate(geocoder, "Paris, Texas").place.country_code == "US"
 
 
 def test_an_unreachable_provider_is_503(provider_server):

@@ -16,6 +16,7 @@ import datetime as dt
 import email.utils
 import functools
 import http.client
+import io
 import json
 import logging
 import math
@@ -23,6 +24,7 @@ import re
 import threading
 import time
 import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -96,10 +98,16 @@ class _BoundedURLLibAdapter(URLLibAdapter):
     """geopy's urllib adapter, reading at most MAX_ANSWER_BYTES of an answer (or of an error's page), within the
     call's timeout, and telling a pause the provider asks for (_PauseAsked) from other HTTP errors."""
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+    def __init__(self, *, proxies: Any, ssl_context: Any) -> None:
+        super().__init__(proxies=proxies, ssl_context=ssl_context)
         # Each calling thread's: the time.monotonic() at which its call is over (it started its timeout before).
         self._call = threading.local()
+        # geopy's opener (no other handlers), its connections given only what is left of the call's timeout.
+        self.urlopen = urllib.request.build_opener(
+            _HTTPHandlerInTime(self._seconds_left),
+            _HTTPSHandlerInTime(self._seconds_left, context=ssl_context),
+            urllib.request.ProxyHandler(proxies),
+        ).open
 
     def get_text(self, url: str, *, timeout: float, headers: dict[str, str]) -> str:
         self._call.over_at = time.monotonic() + timeout
@@ -113,9 +121,16 @@ class _BoundedURLLibAdapter(URLLibAdapter):
                 raise _PauseAsked(error.status_code, seconds) from error
             raise
 
+    def _seconds_left(self) -> float:
+        """What is left of this thread's call; TimeoutError once it is over."""
+        left = self._call.over_at - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer was still coming in at the timeout")
+        return left
+
     def _decode_page(self, page: Any) -> str:
         try:
-            body = self._read_in_time(page)
+            body = page.read(MAX_ANSWER_BYTES + 1)
             if len(body) <= MAX_ANSWER_BYTES and getattr(page, "length", None):
                 # Bytes its Content-Length promised never came: a read of a length ends at a closed connection
                 # without the IncompleteRead that a read of the whole raises.
@@ -132,19 +147,61 @@ class _BoundedURLLibAdapter(URLLibAdapter):
         except (LookupError, ValueError) as exc:  # LookupError: a charset Python does not know
             raise GeocoderParseError(f"Unable to decode the response: {exc}") from None
 
-    def _read_in_time(self, page: Any) -> bytes:
-        """Up to MAX_ANSWER_BYTES + 1 bytes of the answer, as they come; TimeoutError once the call is over. The
-        socket's timeout bounds each read alone: an answer dripping in a byte at a time kept its thread reading
-        for as long as it dripped, long after the call was given up on (all of them, after a few such answers)."""
-        body = bytearray()
-        while len(body) <= MAX_ANSWER_BYTES:
-            chunk = page.read1(MAX_ANSWER_BYTES + 1 - len(body))
-            if not chunk:
-                return bytes(body)
-            body += chunk
-            if time.monotonic() > self._call.over_at:
-                raise TimeoutError(f"the answer was still coming in at the timeout ({len(body):,} bytes read)")
-        return bytes(body)
+
+class _InTime:
+    """A urllib handler whose connections are given ``seconds_left()`` of the call to connect, and to each read of
+    the answer, its status line and headers as its body. The timeout urllib passes on bounds each read alone (and
+    each redirect's connection anew): an answer dripping in a byte at a time, headers or body, kept its thread for
+    as long as it dripped, long after the call was given up on (every thread, after a few such answers)."""
+
+    def __init__(self, seconds_left: Callable[[], float], **options: Any) -> None:
+        super().__init__(**options)
+        self._seconds_left = seconds_left
+
+    def do_open(self, http_class: Any, request: urllib.request.Request, **connection_options: Any) -> Any:
+        def connection(host: str, timeout: float, **options: Any) -> http.client.HTTPConnection:
+            made = http_class(host, timeout=self._seconds_left(), **options)
+            made.response_class = functools.partial(_AnswerInTime, seconds_left=self._seconds_left)
+            return made
+
+        return super().do_open(connection, request, **connection_options)
+
+
+class _HTTPHandlerInTime(_InTime, urllib.request.HTTPHandler):
+    pass
+
+
+class _HTTPSHandlerInTime(_InTime, urllib.request.HTTPSHandler):
+    pass
+
+
+class _AnswerInTime(http.client.HTTPResponse):
+    """An answer read from its socket with each read given what is left of the call (``seconds_left()``)."""
+
+    def __init__(self, sock: Any, *args: Any, seconds_left: Callable[[], float], **options: Any) -> None:
+        super().__init__(sock, *args, **options)
+        self.fp = io.BufferedReader(_SocketReadInTime(self.fp.detach(), sock, seconds_left))
+
+
+class _SocketReadInTime(io.RawIOBase):
+    """A socket's reader (``raw``) setting the socket's timeout to what is left of the call before each read."""
+
+    def __init__(self, raw: io.RawIOBase, sock: Any, seconds_left: Callable[[], float]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._sock = sock
+        self._seconds_left = seconds_left
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        self._sock.settimeout(self._seconds_left())
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class _Nominatim(Nominatim):
@@ -276,11 +333,10 @@ class OnlineGeocoder:
         self.timeout = timeout
         self.interval = interval
         self._next_call = 0.0  # time.monotonic() from which the next call may start
-        # geopy's timeout bounds each read from the socket, not the call: a body dripping a byte a second
-        # keeps a call going long past it. So _ask puts its own deadline on the whole call, queueing
-        # included; a call given up on keeps its thread until its socket gives up, so the calls run in a
-        # pool of their own: a flood of slow ones queues there (and is answered 503 at the deadline)
-        # instead of taking the threads the rest of the service shares (the equation of time's).
+        # The adapter bounds a call from when its thread takes it (_InTime); _ask puts its own deadline on the
+        # whole call, queueing included. A call given up on keeps its thread until its own timeout is over, so
+        # the calls run in a pool of their own: a flood of slow ones queues there (and is answered 503 at the
+        # deadline) instead of taking the threads the rest of the service shares (the equation of time's).
         self._threads = concurrent.futures.ThreadPoolExecutor(PROVIDER_THREADS, f"geocoder-{self.name}")
         self._paused_until = 0.0  # time.monotonic() until which the pause the provider asked for holds
         self._paused_why = ""  # what the provider said, as the clients are told it
