@@ -841,6 +841,26 @@ def test_calls_start_an_interval_apart_and_a_name_waits_for_its_turn(provider_se
     assert time.monotonic() - started >= 0.6  # the second call started 0.3 s after the first, the third 0.6 s
 
 
+@pytest.mark.parametrize("failing,refused", [
+    pytest.param("gateway timeout", "is not asked for now: when last asked, it gave no answer in time. Try again in "
+                 "30 seconds", id="no-answer"),
+    pytest.param("busy", "gave a rate-limit refusal. Try again in 30 seconds", id="rate-limit-refusal"),
+])
+def test_a_name_waiting_for_its_turn_is_not_sent_once_the_provider_failed_meanwhile(provider_server, failing,
+                                                                                      refused):
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=0.3, geocoder_timeout=2)
+    requests = provider_server["requests"]
+
+    async def two_names() -> list:  # the second waits 0.3 s for its turn; the first fails at once
+        return await asyncio.gather(geocoder.locate(failing), geocoder.locate("Paris, Texas"), return_exceptions=True)
+
+    asked_before = len(requests)
+    first, second = asyncio.run(two_names())
+    assert first.code == second.code == "GEOCODER_UNAVAILABLE"
+    assert refused in second.message and second.extra == {"retry_after": 30}  # as a name sent then is answered
+    assert len(requests) == asked_before + 1
+
+
 def test_a_name_whose_turn_comes_after_the_timeout_is_a_503_without_asking(provider_server):
     geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=5, geocoder_timeout=0.5)
     requests = provider_server["requests"]

@@ -461,7 +461,9 @@ class OnlineGeocoder:
         a pause the provider asked for still holds, the call follows a failed one too closely
         (``_check_not_failing``), or no turn is free in time (``may_wait``: see ``_take_turn``). Every refusal
         and failure is a 503 GEOCODER_UNAVAILABLE; a refusal's ``retry_after`` is the seconds after which the
-        same call would be made."""
+        same call would be made. A call that waited for its turn is refused as well if, meanwhile, the provider
+        asked for a pause or failed in a way that holds it."""
+        queued_at = time.monotonic()
         self._check_not_paused()
         probe = self._check_not_failing(may_wait)
         wait = self._take_turn(may_wait)
@@ -470,6 +472,8 @@ class OnlineGeocoder:
         try:
             if wait:
                 await asyncio.sleep(wait)
+                self._check_not_paused()
+                self._check_not_failing(may_wait, failed_since=queued_at)
             return await self._call(read, *args, seconds=self.timeout - wait)
         finally:
             if probe:
@@ -481,12 +485,14 @@ class OnlineGeocoder:
         if paused > 0:
             raise _unavailable(self.name, self._paused_why, retry_after=paused)
 
-    def _check_not_failing(self, may_wait: bool) -> bool:
+    def _check_not_failing(self, may_wait: bool, failed_since: float = -math.inf) -> bool:
         """Within FAILURE_PAUSE_SECONDS of a failed call a town (``not may_wait``: the coordinates are shown) is
         not asked for, nor a place name after a call the provider did not answer. Once the pause is over one such
         call asks, the probe (True); the others are refused until it ends, which ends the pause when answered and
-        starts another when not."""
-        if self._failed_at is None or (may_wait and not self._failure_holds_names):
+        starts another when not. ``failed_since``: only a call failed after that time.monotonic() counts (a call
+        checked again after waiting for its turn: a failure before it queued was checked then)."""
+        if (self._failed_at is None or self._failed_at < failed_since
+                or (may_wait and not self._failure_holds_names)):
             return False
         left = self._failed_at + FAILURE_PAUSE_SECONDS - time.monotonic()
         if left <= 0 and not self._probing:
