@@ -487,6 +487,8 @@ UNEXPECTED_SHAPES = [
     pytest.param("nominatim", json.dumps([{**PARIS_TX, "address": ["Texas"]}]), id="nominatim-address-list"),
     # Off the globe: geopy refuses a latitude of 91 but wraps a longitude of 200 to -160, another place.
     pytest.param("nominatim", json.dumps([{**PARIS_TX, "lon": "200"}]), id="nominatim-lon-200"),
+    # Nested deeper than Python's recursion limit, in 200 kB: json.loads raises RecursionError, no ValueError.
+    pytest.param("nominatim", "[" * 100_000 + "]" * 100_000, id="nominatim-nested-deeply"),
     ("photon", "[1, 2]"), ("photon", '"hello"'), ("photon", '{"foo": 1}'), ("photon", "[]"), ("photon", "null"),
     ("photon", '{"features": [1]}'), ("photon", '{"features": null}'),
     pytest.param("photon", json.dumps({"features": [{**PHOTON_SEARCH["Berlin"][0],
@@ -495,6 +497,7 @@ UNEXPECTED_SHAPES = [
     pytest.param("photon", json.dumps({"features": [{**PHOTON_SEARCH["Berlin"][0],
                                                      "geometry": {"coordinates": [200, 52.5]}}]}),
                  id="photon-lon-200"),
+    pytest.param("photon", "[" * 100_000 + "]" * 100_000, id="photon-nested-deeply"),
 ]
 
 

@@ -559,8 +559,9 @@ class OnlineGeocoder:
 
 
 # What reading JSON of another shape than expected raises, in geopy's parsing or ours: [1, 2] has no
-# .get, {"foo": 1} no "features", a "lat" of "abc" is no float, a hit without coordinates no Location.
-_UNEXPECTED_SHAPE = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+# .get, {"foo": 1} no "features", a "lat" of "abc" is no float, a hit without coordinates no Location;
+# arrays nested deeper than Python's recursion limit, json.loads's RecursionError (not a ValueError).
+_UNEXPECTED_SHAPE = (AttributeError, IndexError, KeyError, RecursionError, TypeError, ValueError)
 # Enough of a failure's text to tell what went wrong; geopy puts a whole unreadable body (an HTML
 # page) into its message.
 _LOGGED_CHARACTERS = 300
