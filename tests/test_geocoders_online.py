@@ -145,10 +145,10 @@ RETRY_AFTER = {"1 s": lambda: "1", "a day": lambda: "86400", "no pause": lambda:
 
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time (for 4 s;
-    "drip for 40 s …" for 40), "drip headers …" its status line and headers (for 40 s),
-    "broken" fails with HTTP 500, "down" with 503, "gateway timeout" with a proxy's 504, "blocked" with 403 and
-    a page saying why, "cut short" closes the connection in mid-body, "busy" refuses with 429; "busy" or "down"
-    followed by one of RETRY_AFTER's names ("busy 1 s", "down, no pause") sends that Retry-After.
+    "drip for 40 s …" for 40), "drip headers …" its status line and headers (for 40 s), "moved to URL" redirects
+    there (302), "broken" fails with HTTP 500, "down" with 503, "gateway timeout" with a proxy's 504, "blocked"
+    with 403 and a page saying why, "cut short" closes the connection in mid-body, "busy" refuses with 429; "busy"
+    or "down" followed by one of RETRY_AFTER's names ("busy 1 s", "down, no pause") sends that Retry-After.
     While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text, of
     `odd["content_type"]` when set; while it sets `odd["hanging"]` (the `hanging` fixture), no request is
     answered in time."""
@@ -182,6 +182,9 @@ class FakeProvider(tornado.web.RequestHandler):
                     self.write(bytes([byte]))
                     await self.flush()
                     await asyncio.sleep(0.2)
+            return
+        if query.startswith("moved to "):
+            self.redirect(query.removeprefix("moved to "))
             return
         if query == "broken":
             raise tornado.web.HTTPError(500)
@@ -598,6 +601,20 @@ def test_answers_whose_headers_drip_in_give_their_threads_back_at_the_timeout(pr
     assert all("gave no answer in time" in answer.message for answer in asyncio.run(every_thread_dripping()))
     # Its turn within the timeout: the threads are free by then, where each stayed for the 40 s of its dripping.
     assert locate(geocoder, "Paris, Texas").place.country_code == "US"
+
+
+def test_a_redirect_is_followed_to_http_or_https_only(nominatim, caplog):
+    assert locate(nominatim, "moved to /nominatim/search?q=Paris+Texas").place.country_code == "US"
+    with socket.socket() as ftp_server:
+        ftp_server.bind(("127.0.0.1", 0))
+        ftp_server.listen()
+        ftp_server.setblocking(False)
+        url = f"ftp://127.0.0.1:{ftp_server.getsockname()[1]}/search"
+        error = refusal(nominatim, f"moved to {url}")
+        with pytest.raises(BlockingIOError):
+            ftp_server.accept()  # no connection was made
+    assert "The place-name geocoder (nominatim) gave an error." in error.message  # an answer: names are still asked
+    assert f"HTTP Error 302: Found - Redirection to url '{url}' is not allowed" in caplog.text
 
 
 def test_an_unreachable_provider_is_503(provider_server):

@@ -24,6 +24,7 @@ import re
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -102,11 +103,13 @@ class _BoundedURLLibAdapter(URLLibAdapter):
         super().__init__(proxies=proxies, ssl_context=ssl_context)
         # Each calling thread's: the time.monotonic() at which its call is over (it started its timeout before).
         self._call = threading.local()
-        # geopy's opener (no other handlers), its connections given only what is left of the call's timeout.
+        # geopy's opener (no other handlers), its connections given only what is left of the call's timeout, and
+        # following redirects to HTTP(S) only.
         self.urlopen = urllib.request.build_opener(
             _HTTPHandlerInTime(self._seconds_left),
             _HTTPSHandlerInTime(self._seconds_left, context=ssl_context),
             urllib.request.ProxyHandler(proxies),
+            _RedirectsToHTTPOnly(),
         ).open
 
     def get_text(self, url: str, *, timeout: float, headers: dict[str, str]) -> str:
@@ -173,6 +176,18 @@ class _HTTPHandlerInTime(_InTime, urllib.request.HTTPHandler):
 
 class _HTTPSHandlerInTime(_InTime, urllib.request.HTTPSHandler):
     pass
+
+
+class _RedirectsToHTTPOnly(urllib.request.HTTPRedirectHandler):
+    """urllib's following of redirects, refusing one to ftp: as one to file: (an HTTP error of the redirect's status).
+    urllib's own followed it, connecting by FTP wherever the provider said, out of the call's timeout."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        if urllib.parse.urlsplit(newurl).scheme not in ("http", "https"):  # urllib has made it absolute
+            raise urllib.error.HTTPError(req.full_url, code, f"{msg} - Redirection to url '{newurl}' is not allowed",
+                                         headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 class _AnswerInTime(http.client.HTTPResponse):
