@@ -868,17 +868,31 @@ def test_calls_start_an_interval_apart_and_a_name_waits_for_its_turn(provider_se
 ])
 def test_a_name_waiting_for_its_turn_is_not_sent_once_the_provider_failed_meanwhile(provider_server, failing,
                                                                                       refused):
-    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=0.3, geocoder_timeout=2)
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=10, geocoder_timeout=20)
     requests = provider_server["requests"]
 
-    async def two_names() -> list:  # the second waits 0.3 s for its turn; the first fails at once
+    async def two_names() -> list:  # the second waits 10 s for its turn; the first fails at once
         return await asyncio.gather(geocoder.locate(failing), geocoder.locate("Paris, Texas"), return_exceptions=True)
 
     asked_before = len(requests)
+    started = time.monotonic()
     first, second = asyncio.run(two_names())
+    assert time.monotonic() - started < 10  # refused when the provider failed, not at its turn
     assert first.code == second.code == "GEOCODER_UNAVAILABLE"
     assert refused in second.message and second.extra == {"retry_after": 30}  # as a name sent then is answered
     assert len(requests) == asked_before + 1
+
+
+def test_a_name_waiting_for_its_turn_after_an_error_answered_is_still_sent_at_its_turn(provider_server):
+    geocoder = geocoder_for(provider_server, "nominatim", geocoder_interval=0.3, geocoder_timeout=2)
+
+    async def two_names() -> list:  # an HTTP 500 is an answer: names are still asked, in their turns
+        return await asyncio.gather(geocoder.locate("broken"), geocoder.locate("Paris, Texas"), return_exceptions=True)
+
+    started = time.monotonic()
+    error, located = asyncio.run(two_names())
+    assert "gave an error" in error.message and located.place.country_code == "US"
+    assert time.monotonic() - started >= 0.3  # the second call started its interval after the first
 
 
 def test_a_name_whose_turn_comes_after_the_timeout_is_a_503_without_asking(provider_server):

@@ -370,6 +370,8 @@ class OnlineGeocoder:
         # The calls under way, by the key of the answer they will keep (a name or a point): a question asked
         # again meanwhile waits for that call instead of making its own.
         self._asking: dict[Any, asyncio.Future[Any]] = {}
+        # One future for each call waiting for its turn, given a result when a call fails (_wait_for_turn).
+        self._waiting_turns: set[asyncio.Future[None]] = set()
 
     @classmethod
     def from_settings(cls, settings: Any) -> OnlineGeocoder:
@@ -476,8 +478,7 @@ class OnlineGeocoder:
         a pause the provider asked for still holds, the call follows a failed one too closely
         (``_check_not_failing``), or no turn is free in time (``may_wait``: see ``_take_turn``). Every refusal
         and failure is a 503 GEOCODER_UNAVAILABLE; a refusal's ``retry_after`` is the seconds after which the
-        same call would be made. A call that waited for its turn is refused as well if, meanwhile, the provider
-        asked for a pause or failed in a way that holds it."""
+        same call would be made."""
         queued_at = time.monotonic()
         self._check_not_paused()
         probe = self._check_not_failing(may_wait)
@@ -486,13 +487,24 @@ class OnlineGeocoder:
             self._probing = True
         try:
             if wait:
-                await asyncio.sleep(wait)
-                self._check_not_paused()
-                self._check_not_failing(may_wait, failed_since=queued_at)
+                await self._wait_for_turn(queued_at, queued_at + wait, may_wait)
             return await self._call(read, *args, seconds=self.timeout - wait)
         finally:
             if probe:
                 self._probing = False
+
+    async def _wait_for_turn(self, queued_at: float, turn_at: float, may_wait: bool) -> None:
+        """Until ``turn_at``, unless meanwhile the provider asks for a pause or fails in a way that holds this call:
+        it is then refused at once, as a call made then is, instead of being sent at its turn."""
+        while (left := turn_at - time.monotonic()) > 0:
+            failed = asyncio.get_running_loop().create_future()
+            self._waiting_turns.add(failed)
+            try:
+                await asyncio.wait([failed], timeout=left)
+            finally:
+                self._waiting_turns.discard(failed)
+            self._check_not_paused()
+            self._check_not_failing(may_wait, failed_since=queued_at)
 
     def _check_not_paused(self) -> None:
         """After the provider asked for a pause (_PauseAsked) it is not asked again until the pause is over."""
@@ -547,6 +559,7 @@ class OnlineGeocoder:
             self._paused_until = time.monotonic() + pause
             self._paused_why = ("gave a rate-limit refusal" if exc.status == 429
                                 else "is unavailable for now (HTTP 503 Service Unavailable)")
+            self._wake_waiting_turns()
             log.warning("geocoder %s %s: not asked again for %d s", self.name,
                         "refused for its rate limit" if exc.status == 429 else "answered 503 with a Retry-After",
                         pause)
@@ -555,11 +568,18 @@ class OnlineGeocoder:
             self._failed_at = time.monotonic()
             self._failure_said = self._failure(exc)
             self._failure_holds_names = self._failure_said in _NOT_ANSWERED
+            self._wake_waiting_turns()
             # Names are held for the pause: a client asking again sooner would get the same 503.
             pause = FAILURE_PAUSE_SECONDS if self._failure_holds_names else None
             raise _unavailable(self.name, self._failure_said, retry_after=pause) from None
         self._failed_at = None
         return answer
+
+    def _wake_waiting_turns(self) -> None:
+        """Each call waiting for its turn checks again, now, whether it may still be sent (_wait_for_turn)."""
+        for waiting in self._waiting_turns:
+            waiting.set_result(None)
+        self._waiting_turns.clear()  # a second failure before they wake finds none to wake again
 
     def _failure(self, exc: Exception) -> str:
         """What a failed call did, as the clients are told it; logged."""
