@@ -590,7 +590,7 @@ def test_a_call_given_up_on_stops_reading_and_gives_its_thread_back(provider_ser
     assert locate(geocoder, "Paris, Texas").place.country_code == "US"  # each thread's reading ended at its timeout
 
 
-def test_answers_whose_headers_drip_in_give_their_threads_back_at_the_timeout(provider_server, monkeypatch):
+def test_answers_whose_headers_drip_in_give_their_threads_back_at_the_timeout(provider_server, monkeypatch, caplog):
     geocoder = geocoder_for(provider_server, "nominatim", geocoder_timeout=0.5)
     monkeypatch.setattr(online, "FAILURE_PAUSE_SECONDS", 0)  # the next name asks as soon as it can
 
@@ -599,6 +599,7 @@ def test_answers_whose_headers_drip_in_give_their_threads_back_at_the_timeout(pr
         return await asyncio.gather(*(geocoder.locate(name) for name in names), return_exceptions=True)
 
     assert all("gave no answer in time" in answer.message for answer in asyncio.run(every_thread_dripping()))
+    assert {record.getMessage() for record in caplog.records} == {"geocoder nominatim gave no answer in 0.5 s"}
     # Its turn within the timeout: the threads are free by then, where each stayed for the 40 s of its dripping.
     assert locate(geocoder, "Paris, Texas").place.country_code == "US"
 

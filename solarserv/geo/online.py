@@ -123,12 +123,20 @@ class _BoundedURLLibAdapter(URLLibAdapter):
             if error.status_code == 429 or (error.status_code == 503 and seconds is not None):
                 raise _PauseAsked(error.status_code, seconds) from error
             raise
+        except GeopyError as error:
+            # Connecting and each read are given what is left of the timeout (_InTime), so one timed out (urllib's
+            # URLError has it as its reason) is the call's: told as the event loop's deadline of the call is
+            # (OnlineGeocoder._call), whichever of the two comes first.
+            under = error.__cause__ or error.__context__
+            if isinstance(getattr(under, "reason", under), TimeoutError):
+                raise TimeoutError("no answer within the call's timeout") from error
+            raise
 
     def _seconds_left(self) -> float:
         """What is left of this thread's call; TimeoutError once it is over."""
         left = self._call.over_at - time.monotonic()
         if left <= 0:
-            raise TimeoutError("the answer was still coming in at the timeout")
+            raise TimeoutError("the call's timeout is over")
         return left
 
     def _decode_page(self, page: Any) -> str:
@@ -663,9 +671,9 @@ def _failure_kind(exc: GeopyError) -> str:
     under = exc.__cause__ or exc.__context__
     # geopy's GeocoderTimedOut is also its reading of an answer of HTTP 503, 504 or 408: an answer, given at once,
     # but a 504 is a proxy's saying that the provider behind it did not answer (within the proxy's timeout, which
-    # each call would wait). A TimeoutError under its error: an answer that stopped coming in mid-body.
+    # each call would wait). (A timeout of our connections is no GeopyError: the adapter tells it as a TimeoutError.)
     http_status = under.status_code if isinstance(under, AdapterHTTPError) else None
-    if isinstance(exc, GeocoderTimedOut) and http_status in (None, 504) or isinstance(under, TimeoutError):
+    if isinstance(exc, GeocoderTimedOut) and http_status in (None, 504):
         return _NO_ANSWER
     # No connection (refused, a name that does not resolve, a TLS handshake that fails: urllib's URLError, but
     # not its HTTPError, an answer), or one closed before any answer.
