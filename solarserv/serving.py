@@ -183,9 +183,18 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
     from solarserv.web.server import STOP_GRACE_SECONDS, make_server
 
     stopping = asyncio.Event()
+    server = None
 
     def stop(signum: int) -> None:
-        if worker is None and not stopping.is_set():  # a worker's parent says it for all
+        if worker is not None:  # its parent says it for all, and stops it at once on a second SIGINT
+            stopping.set()
+            return
+        if stopping.is_set() and signum == signal.SIGINT:  # Ctrl-C pressed again: the operator will not wait
+            unanswered = server.requests_in_flight if server else 0
+            log.warning("Stopping at once on a second SIGINT: %d request%s in flight left unanswered (exit status "
+                        "%d)", unanswered, "" if unanswered == 1 else "s", workers.STOPPED_AT_ONCE_STATUS)
+            workers.exit_at_once()
+        if not stopping.is_set():
             log.info("Stopping on %s: answering the requests in flight (%g s at most), then exiting",
                      signal.Signals(signum).name, STOP_GRACE_SECONDS)
         stopping.set()

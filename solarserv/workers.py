@@ -9,7 +9,8 @@ fails as it starts spun a core for seconds, and a hundred crashes a month apart 
 Here a worker is started again whatever ended it; one that fails at start is started again after a pause, longer
 each time, and after RESTART_PAUSES_SECONDS are spent the parent gives up in one log line, stops the others and
 exits with status 1. A worker still running STOP_WAIT_SECONDS after it was told to stop is killed: the parent
-waited for it for ever.
+waited for it for ever. A second SIGINT while the workers stop (Ctrl-C pressed again) kills them at once, and the
+parent exits with STOPPED_AT_ONCE_STATUS.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import socket
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from solarserv.web.server import STOP_GRACE_SECONDS
 
@@ -43,6 +44,8 @@ GAVE_UP_STATUS = 1
 # takes STOP_GRACE_SECONDS at most: one still running well past it is stuck (a plugin blocking its event loop, code
 # that ignores the signal). Well under systemd's 90 s before it kills every process itself.
 STOP_WAIT_SECONDS = STOP_GRACE_SECONDS + 10.0
+# The exit status of a server a second SIGINT stopped at once: the one a shell gives a command Ctrl-C ended.
+STOPPED_AT_ONCE_STATUS = 128 + signal.SIGINT
 
 
 class Worker(NamedTuple):
@@ -124,10 +127,23 @@ class _Supervisor:
         return False
 
     def _on_stop_signal(self, signum: int, frame: Any) -> None:
-        if not self.stopping:  # Ctrl-C reaches every process, and may be pressed again
+        if self.stopping and signum == signal.SIGINT:  # Ctrl-C pressed again: the parent alone decides, as a
+            # worker is sent each Ctrl-C twice, from the terminal and passed on by the parent
+            self._stop_at_once()
+        if not self.stopping:
             log.info("Stopping on %s: passing it on to every worker (%d running)", signal.Signals(signum).name,
                      len(self.running))
         self._stop(signum)
+
+    def _stop_at_once(self) -> NoReturn:
+        left = len(self.running)
+        log.warning("Stopping at once on a second SIGINT: killing %d worker%s still running, their requests in flight "
+                    "unanswered (exit status %d)", left, "" if left == 1 else "s", STOPPED_AT_ONCE_STATUS)
+        for pid in self.running:
+            os.kill(pid, signal.SIGKILL)  # not reaped yet, so the pid is still this worker's
+        for pid in self.running:
+            os.waitpid(pid, 0)
+        exit_at_once()
 
     def _stop(self, signum: int) -> None:
         """Pass a stop signal on to every worker: each stops with status 0, and is not started again."""
@@ -181,6 +197,13 @@ class _Supervisor:
                     "start before the server gives up): starting it again in %g s", number, pid, how, ran, failures,
                     len(RESTART_PAUSES_SECONDS) + 1, STARTING_SECONDS, pause)
         self.due[number] = time.monotonic() + pause
+
+
+def exit_at_once() -> NoReturn:
+    """End this process now with STOPPED_AT_ONCE_STATUS, waiting for nothing: an exit would wait for the threads
+    still running, an online geocoder's calls among them, up to its timeout. The log is flushed line by line, and
+    what solarserv prints on stdout as it is written, so no line is lost."""
+    os._exit(STOPPED_AT_ONCE_STATUS)
 
 
 def _how_it_ended(status: int) -> str:

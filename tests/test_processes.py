@@ -55,13 +55,13 @@ def two_workers(data_dir, tmp_path):
         stop_solarserv(process)
 
 
-def until_both_workers_are_ready(process) -> tuple[str, list[str]]:
-    """The base URL and the lines printed, once both workers have printed their ready line (the first worker
-    also prints the console line)."""
+def until_both_workers_are_ready(process, processes: int = 2) -> tuple[str, list[str]]:
+    """The base URL and the lines printed, once both workers (or the ``processes`` serving) have printed their
+    ready line (the first also prints the console line)."""
     printed = []
-    while sum("ready at" in line for line in printed) < 2:
+    while sum("ready at" in line for line in printed) < processes:
         line = process.stdout.readline()
-        assert line, f"the server stopped before both workers were ready: {printed}"
+        assert line, f"the server stopped before every process was ready: {printed}"
         printed.append(line.strip())
     ready = [line for line in printed if "ready at" in line]
     return ready[0].split("ready at ")[1].rstrip("/"), printed
@@ -164,6 +164,41 @@ def test_a_stopping_server_refuses_new_connections_while_it_answers_those_in_fli
         in_flight.sendall(body)
         assert in_flight.makefile("rb").read().startswith(b"HTTP/1.1 200 OK\r\n")  # answered, up to the server's close
     assert process.wait(timeout=30) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_second_ctrl_c_stops_a_stopping_server_at_once(data_dir, tmp_path, processes):
+    # Pressed again while the server waited for a request in flight, Ctrl-C changed nothing: it waited on, 30 s at most.
+    log_path = tmp_path / "server.log"
+    # In a process group of its own, as a terminal's foreground job: Ctrl-C sends SIGINT to each of its processes.
+    process = start_solarserv(["--processes", str(processes), "--port", "0", "--data-dir", str(data_dir)], log_path,
+                              under=["setsid"])
+    try:
+        base_url, _ = until_both_workers_are_ready(process, processes)
+        port = int(base_url.rsplit(":", 1)[1])
+        serving = [psutil.Process(process.pid), *psutil.Process(process.pid).children()]
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as in_flight:
+            in_flight.sendall(b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nContent-Length: 2\r\n"
+                              b"Expect: 100-continue\r\n\r\n")
+            assert in_flight.recv(100).startswith(b"HTTP/1.1 100")  # its headers read: the request is in flight
+            os.killpg(process.pid, signal.SIGINT)
+            wait_for(lambda: refuses_connections(port), "the server stopping")
+            assert process.poll() is None  # waiting for the request in flight
+            os.killpg(process.pid, signal.SIGINT)
+            assert process.wait(timeout=30) == 130
+            assert in_flight.makefile("rb").read() == b""  # closed, unanswered
+        assert not [each for each in serving if each.is_running()]
+    finally:
+        stop_solarserv(process)
+    logged = log_path.read_text()
+    assert "Traceback" not in logged
+    if processes == 1:
+        at_once = r"WARNING solarserv: Stopping at once on a second SIGINT: 1 request in flight left unanswered"
+    else:  # the idle worker may have stopped already
+        at_once = (r"WARNING solarserv.workers: Stopping at once on a second SIGINT: killing (1 worker|2 workers) "
+                   r"still running, their requests in flight unanswered")
+    assert logged.count(" at once ") == 1 and re.search(rf"{at_once} \(exit status 130\)\n", logged)
 
 
 @pytest.mark.slow

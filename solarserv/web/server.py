@@ -158,6 +158,10 @@ class BoundedHTTPServer(tornado.httpserver.HTTPServer):
         return _CountingDelegate(super().start_request(server_conn, _CountingConnection(request_conn, request)),
                                  request)
 
+    @property
+    def requests_in_flight(self) -> int:
+        return self._in_flight
+
     async def stop_after_requests_in_flight(self) -> None:
         """Stop accepting and close the idle connections, wait for the requests in flight to be answered
         (STOP_GRACE_SECONDS at most), then close every connection."""
