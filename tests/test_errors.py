@@ -258,6 +258,15 @@ async def test_a_field_given_twice_in_the_body_is_refused_as_a_repeated_query_pa
     assert f'the field "{name}" {times} times; give it once' in message
 
 
+async def test_a_repeated_name_that_is_a_lone_surrogate_is_quoted_back_as_sent(api):
+    # JSON's "\\ud800" reads as a character UTF-8 cannot write: the answer quoting it failed to encode, and the client
+    # got a 400 with no body (and the log a traceback).
+    body = '{"date": "2026-07-14", "\\ud800": 1, "\\ud800": 2}'
+    reply = await api("/api/v1/solar-time", "POST", body, {"Content-Type": "application/json"})
+    message = assert_envelope(reply, 400, "INVALID_REQUEST")["message"]
+    assert message == 'The request body gives the field "\ud800" 2 times; give it once.'
+
+
 async def test_a_name_given_twice_inside_an_unknown_field_is_ignored_with_the_field(api):
     # Unknown fields are ignored: one holding an object that repeats a name was a 400 naming that name as a field.
     body = json.dumps(PARIS)[:-1] + ', "client": {"id": 1, "id": 2}}'

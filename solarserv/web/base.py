@@ -219,7 +219,7 @@ class ApiHandler(BaseHandler):
         return None
 
     def write_json(self, payload: Any) -> None:
-        self.finish(json.dumps(payload, ensure_ascii=False))
+        self.finish(_json_bytes(payload))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         # Tornado raises a 405 itself, before any code of the handler runs, with its reason phrase as the message.
@@ -235,7 +235,7 @@ class ApiHandler(BaseHandler):
             self.set_header("Retry-After", str(error.extra["retry_after"]))
         if error.status == 401:
             self.set_header("WWW-Authenticate", access.KEY_CHALLENGE)
-        self.finish(json.dumps(error.envelope(), ensure_ascii=False))
+        self.finish(_json_bytes(error.envelope()))
 
     def _write_admission_headers(self) -> None:
         for name, value in self.admission.headers.items() if self.admission else ():
@@ -246,6 +246,12 @@ class ApiHandler(BaseHandler):
         answered = in_words(self.answered_methods() or ["no method"])
         return ApiError("METHOD_NOT_ALLOWED", 405, f"{self.request.method} is not answered at "
                         f"{shortened(as_sent(self.request.path), longest=TARGET_SHOWN)}, which answers {answered}.")
+
+
+def _json_bytes(payload: Any) -> bytes:
+    """``payload`` as JSON in UTF-8. A lone surrogate, which a client can send as JSON's "\\ud800" and a message may
+    quote, has no UTF-8: it is written as that escape, as it came."""
+    return json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
