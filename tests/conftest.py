@@ -18,12 +18,17 @@ import tornado.ioloop
 import tornado.netutil
 from counters import RedisServer
 from defaults import NO_INSTALLED_PLUGINS, settings
+from hypothesis import settings as hypothesis_settings
 from servers import serving_in_thread
 
 from solarserv import config
 from solarserv.geo import gazetteer
 from solarserv.web.app import Services, make_app
 from solarserv.web.server import make_server
+
+# A long hunt with the generators of tests/test_fuzz.py: `scripts/test tests/test_fuzz.py --hypothesis-profile=fuzz`.
+# The suite runs them with a few examples, derandomized.
+hypothesis_settings.register_profile("fuzz", max_examples=3000, derandomize=False, database=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
