@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import re
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
@@ -71,6 +73,22 @@ async def test_get_alias_ignores_parameters_it_does_not_know_however_they_are_gi
     tracked = await api("/api/v1/solar-time?" + urlencode(PARIS_SUMMER) + "&utm_source=a&utm_source=b&ref=%ff")
     assert tracked.status == 200, tracked.body
     assert tracked.json() == (await get(api, PARIS_SUMMER)).json()
+
+
+@pytest.mark.parametrize("authority", ["http://solarserv.example", "HTTPS://solarserv.example:8443",
+                                       "http://127.0.0.1", "http://[::1]:80"])
+def test_a_request_target_in_absolute_form_is_answered_as_its_path(live_server, authority):
+    # RFC 9112 §3.2.2: a server must accept it (clients send it to a proxy). It was routed as a path: a 404 NOT_FOUND.
+    connection = http.client.HTTPConnection(urlsplit(live_server).netloc, timeout=30)
+    try:
+        connection.request("GET", f"{authority}/api/v1/solar-time?{urlencode(PARIS_SUMMER)}")
+        response = connection.getresponse()
+        assert response.status == 200 and json.loads(response.read())["timezone"] == "Europe/Paris"
+        connection.request("GET", f"{authority}?year=2026")  # the path left out: "/", the page
+        response = connection.getresponse()
+        assert response.status == 200 and response.read().startswith(b"<!doctype html>")
+    finally:
+        connection.close()
 
 
 async def test_share_url_reproduces_the_result(api):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,9 +26,19 @@ if TYPE_CHECKING:  # the offline geocoder's, imported only when it is chosen (ge
     from solarserv.geo.discs import PlaceDiscs
 
 WEB_DIR = Path(__file__).parent
+# A request-target in absolute-form: its scheme and authority, before the path.
+_ABSOLUTE_FORM = re.compile(r"https?://[^/]*", re.IGNORECASE)
 
 
 class Application(tornado.web.Application):
+    def find_handler(self, request: tornado.httputil.HTTPServerRequest, **kwargs: Any) -> Any:
+        """A request-target in absolute-form (``http://host/path?query``, what a client sends to a proxy) is routed
+        by its path, as RFC 9112 §3.2.2 asks of every server: Tornado took the whole of it for the path."""
+        absolute = _ABSOLUTE_FORM.match(request.path)
+        if absolute:
+            request.path = request.path[absolute.end():] or "/"
+        return super().find_handler(request, **kwargs)
+
     def get_handler_delegate(self, request: tornado.httputil.HTTPServerRequest, target_class: type,
                              target_kwargs: dict[str, Any] | None = None, path_args: list[bytes] | None = None,
                              path_kwargs: dict[str, bytes] | None = None) -> BodyReader:
