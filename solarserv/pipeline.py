@@ -68,9 +68,12 @@ class Pipeline:
 
     async def equation_of_time(self, year: int) -> dict[str, Any]:
         """The equation of time on each day of a year (the calculator page's chart)."""
-        # A year not yet cached takes about 0.1 s: off the event loop, so other requests keep flowing.
-        days = await asyncio.get_running_loop().run_in_executor(
-            self._chart_thread, curves.equation_of_time_by_day, self.engine, year)
+        # A year computed before is answered at once, not queued behind the years being computed. One not yet computed
+        # takes about 0.1 s: off the event loop, so other requests keep flowing.
+        days = curves.computed_equation_of_time_by_day(self.engine, year)
+        if days is None:
+            days = await asyncio.get_running_loop().run_in_executor(
+                self._chart_thread, curves.equation_of_time_by_day, self.engine, year)
         return equation_of_time_json(year, days, self.engine.name)
 
     async def locate(self, query: SolarQuery) -> Location:

@@ -50,3 +50,32 @@ def test_the_charts_years_are_computed_one_at_a_time_in_one_thread(services, mon
 
     assert [answer["year"] for answer in asyncio.run(eight_years())] == list(range(2000, 2008))
     assert most_at_once == 1 and len(threads) == 1
+
+
+def test_a_year_already_computed_is_answered_while_another_is_being_computed(services, monkeypatch):
+    # Every year went through the one chart thread, those already computed too: one asked while other years were being
+    # computed waited for them all (20 s behind 20 years asked at once), where it is answered from memory.
+    pipeline = pipeline_on(services, dt.date(2026, 1, 1))
+    asyncio.run(pipeline.equation_of_time(2026))
+    computing, release = threading.Event(), threading.Event()
+    compute = curves.equation_of_time_by_day
+
+    def held(engine, year):
+        computing.set()
+        release.wait(10)
+        return compute(engine, year)
+
+    monkeypatch.setattr(curves, "equation_of_time_by_day", held)
+
+    async def while_1950_is_computed():
+        being_computed = asyncio.ensure_future(pipeline.equation_of_time(1950))
+        await asyncio.get_running_loop().run_in_executor(None, computing.wait, 10)
+        answer = await pipeline.equation_of_time(2026)
+        still_computing = not being_computed.done()
+        release.set()
+        await being_computed
+        return answer, still_computing
+
+    answer, still_computing = asyncio.run(while_1950_is_computed())
+    assert answer["year"] == 2026 and len(answer["days"]) == 365
+    assert still_computing

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-import functools
 
 from solarserv.solar import SunEngine
 from solarserv.solar.ephemeris import SUPPORTED_FIRST_DATE, SUPPORTED_LAST_DATE
@@ -18,11 +17,27 @@ SUPPORTED_YEARS = range(SUPPORTED_FIRST_DATE.year, SUPPORTED_LAST_DATE.year + 1)
 SAMPLE_TIME_UTC = dt.time(12, 0)
 
 
-@functools.cache  # a year never changes: at most one entry per supported year and engine
-def equation_of_time_by_day(engine: SunEngine, year: int) -> tuple[tuple[dt.date, float], ...]:
-    """(date, equation of time in minutes at 12:00 UTC) for every day of ``year``, in order."""
+Curve = tuple[tuple[dt.date, float], ...]
+# A year never changes: at most one entry per supported year and engine.
+_CURVES: dict[tuple[SunEngine, int], Curve] = {}
+
+
+def equation_of_time_by_day(engine: SunEngine, year: int) -> Curve:
+    """(date, equation of time in minutes at 12:00 UTC) for every day of ``year``, in order; computed once."""
     if year not in SUPPORTED_YEARS:
         raise ValueError(f"year {year} is outside {SUPPORTED_YEARS.start}..{SUPPORTED_YEARS.stop - 1}")
+    curve = _CURVES.get((engine, year))
+    if curve is None:
+        curve = _CURVES[engine, year] = _equation_of_time_by_day(engine, year)
+    return curve
+
+
+def computed_equation_of_time_by_day(engine: SunEngine, year: int) -> Curve | None:
+    """``equation_of_time_by_day``'s curve if it has been computed, None if not (and it is not computed here)."""
+    return _CURVES.get((engine, year))
+
+
+def _equation_of_time_by_day(engine: SunEngine, year: int) -> Curve:
     curve = []
     for month in range(1, 13):
         instants = [dt.datetime.combine(dt.date(year, month, day), SAMPLE_TIME_UTC, tzinfo=dt.UTC)
