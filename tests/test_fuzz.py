@@ -579,3 +579,21 @@ def test_any_api_key_is_answered_as_documented_where_keys_are_required(keyed_ser
         assert_result(decoded)
     else:
         assert status == 401 and decoded["error"]["code"] in {"MISSING_API_KEY", "INVALID_API_KEY"}, payload
+
+
+api_paths = st.sampled_from(["/api/v1/solar-time", "/api/v1/equation-of-time", "/healthz", "/api/v1/", "/api/v1",
+                             "/API/v1/solar-time", "/api/v1/solar-time/", "/api/v1//solar-time", "/api/v1/./solar-time",
+                             "/api/v1/../v1/solar-time", "/api/v1/solar%2Dtime", "/%ff%fe", "/nope", "//"])
+absolute_forms = st.sampled_from(["http://solarserv.example", "HTTP://solarserv.example", "https://[::1]:8443",
+                                  "http://127.0.0.1", "http://solarserv.example:80"])
+
+
+@given(st.sampled_from(["GET", "POST", "HEAD", "OPTIONS", "DELETE", "FOO"]), absolute_forms, api_paths, query_strings())
+def test_a_request_target_in_absolute_form_is_answered_as_its_path_is(live_server, method, absolute, path, query):
+    body = b"{}" if method == "POST" else None
+    target = f"{path}?{query}"
+    status, headers, payload = send(live_server, method, target, body)
+    absolute_status, absolute_headers, absolute_payload = send(live_server, method, absolute + target, body)
+    assert (absolute_status, absolute_payload) == (status, payload)
+    if method not in ("HEAD", "OPTIONS") and status != 200:
+        assert_documented(status, headers, payload)
