@@ -1,7 +1,9 @@
-"""Generated input thrown at the real app over loopback HTTP: odd JSON bodies, query strings, headers, place names
-of every script, dates, times and points at every edge. Every answer is a 200 that holds the result's invariants
-(README "Invariants", DESIGN §3) or the error envelope with a code documented for its status (README "Errors"); never
-a 5xx, never a bare body, never a hang (each request's client gives up after CLIENT_TIMEOUT_SECONDS).
+"""Generated input thrown at the real app over loopback HTTP: odd JSON bodies, query strings, request-targets, headers,
+API keys, place names of every script, dates, times and points at every edge and around every clock change, and the
+equation of time; and at `solarserv calc`, which answers as the API does. Every answer is a 200 that holds the
+result's invariants (README "Invariants", DESIGN §3) or the error envelope with a code documented for its status
+(README "Errors"); never a 5xx, never a bare body but where Tornado refuses what it cannot read as HTTP, never a
+hang (each request's client gives up after CLIENT_TIMEOUT_SECONDS).
 
 The suite runs a few examples of each, derandomized, so that it fails the same way each time. To hunt, run them
 with thousands: `scripts/test tests/test_fuzz.py --hypothesis-profile=fuzz` (tests/conftest.py's profile), or under
