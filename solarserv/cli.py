@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import contextlib
+import io
 import json
 import logging
 import signal
@@ -50,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         _refuse(parser, exc)
         return 2
     configure_logging(settings)
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # On a stdout in another encoding than UTF-8 (a Latin-1 locale), a character it cannot write (✓, “, ±) is
+        # written as Python writes it to stderr, \u2713: it ended the command with a traceback, `keys create` once
+        # the key was stored, without ever showing it.
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         return args.command(settings, args)
     except KeyboardInterrupt:
@@ -96,6 +103,14 @@ def _shown(text: str) -> None:
 def _refuse(parser: argparse.ArgumentParser, exc: Exception) -> None:
     """One line on stderr in the shape of argparse's own refusals, whatever was refused and when."""
     print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+
+
+def _as_json(value: Any, indent: int | None = 2) -> str:
+    """``value`` as JSON for stdout; on a stdout in another encoding than UTF-8, in ASCII, every other character
+    escaped (\\u00e9): the same JSON read in any encoding, where the escapes stdout falls back to for text are not
+    JSON."""
+    ascii_only = sys.stdout is not None and codecs.lookup(sys.stdout.encoding).name != "utf-8"
+    return json.dumps(value, ensure_ascii=ascii_only, indent=indent)
 
 
 def configure_logging(settings: Any) -> None:
@@ -176,7 +191,7 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
         result = asyncio.run(Pipeline.build(settings).run(query))
     except ApiError as error:
         if args.json:
-            print(json.dumps(error.envelope(), ensure_ascii=False, indent=2))
+            print(_as_json(error.envelope()))
         else:
             print(f"error {error.code}: {error.message}", file=sys.stderr)
             # An ambiguous name's message says to resend one candidate's coordinates: here they are, as flags.
@@ -185,7 +200,7 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
                 print(f"  --lat {candidate['latitude']} --lon {candidate['longitude']}  {candidate['display_name']}"
                       f"{recommended}", file=sys.stderr)
         return 1
-    print(json.dumps(result, ensure_ascii=False, indent=2) if args.json else _readable(result))
+    print(_as_json(result) if args.json else _readable(result))
     return 0
 
 
@@ -218,7 +233,7 @@ def _readable(result: dict[str, Any]) -> str:
 def list_plugins(settings: Any, args: argparse.Namespace) -> int:
     plugins = Narrator.build(settings).plugins.listing()
     if args.json:
-        print(json.dumps(plugins, indent=2))
+        print(_as_json(plugins))
         return 0
     for plugin in plugins:
         version = f" {plugin['version']}" if plugin["version"] else ""
@@ -269,7 +284,7 @@ def create_key(settings: Any, args: argparse.Namespace) -> int:
 def _new_key_shown(issued: IssuedKey, as_json: bool) -> str:
     record = issued.record
     if as_json:
-        return json.dumps({"key": issued.key, **record.public_fields()}, ensure_ascii=False)
+        return _as_json({"key": issued.key, **record.public_fields()}, indent=None)
     return (f"Key {record.id} for “{record.label}”: {record.tier}, {record.rpm} requests per minute, "
             f"{record.status}.\n\n    {issued.key}\n\n"
             "This is the only time the full key is shown (only its hash is stored). "
@@ -280,7 +295,7 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
     with _key_store(settings) as store:
         keys = store.all()
     if args.json:
-        _shown(json.dumps([key.public_fields() for key in keys], ensure_ascii=False, indent=2))
+        _shown(_as_json([key.public_fields() for key in keys]))
         return 0
     if not keys:  # naming the store read, which may not be the servers' (a --data-dir mistyped)
         _shown(f"No keys in {store.path} yet: `solarserv keys create` issues one.")

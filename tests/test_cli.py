@@ -171,6 +171,21 @@ def test_a_reader_that_goes_away_stops_a_command_quietly(data_dir):
     assert command.returncode == 1 and b"Traceback" not in err and b"BrokenPipe" not in err, err
 
 
+def test_calc_on_a_stdout_that_is_not_utf8_writes_what_it_cannot_encode_as_escapes(data_dir):
+    # In a Latin-1 locale, ✓ (and “ in `keys create`, once the key was stored) ended the command with a traceback.
+    def calc_in_latin1(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "solarserv", *PARIS_ARGS, *flags, "--data-dir", str(data_dir)],
+                              capture_output=True, env={**os.environ, "PYTHONIOENCODING": "latin-1"}, timeout=120)
+
+    readable = calc_in_latin1()
+    assert readable.returncode == 0 and b"Traceback" not in readable.stderr, readable.stderr
+    assert "\\u2713 equation of time" in readable.stdout.decode("latin-1")
+    assert "Île-de-France" in readable.stdout.decode("latin-1")  # what Latin-1 has, written in it
+    as_json = calc_in_latin1("--json")
+    assert as_json.returncode == 0 and as_json.stdout.isascii()
+    assert json.loads(as_json.stdout)["validation"].startswith("✓ local time 14:30:00")
+
+
 def test_plugins_lists_the_builtins_and_their_hooks(capsys, data_dir):
     status, out, _ = run(capsys, data_dir, "plugins", "--json")
     assert status == 0
