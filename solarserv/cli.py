@@ -37,6 +37,15 @@ from solarserv.request import FIELD_NAMES, parse_query_fields
 from solarserv.stdout import discard_stdout
 from solarserv.text import terminal_width
 
+# calc's exit statuses for a question the API would not answer with its result: refused, as its 4xx (fix the
+# question), or not answerable now, as its 5xx (an online geocoder down, no gazetteer index: ask again later, or give
+# coordinates). A script told them apart by the message alone, both being 1.
+REFUSED_STATUS = 1
+UNANSWERED_STATUS = 3
+CALC_STATUSES = (f"exit status: 0 answered; {REFUSED_STATUS} the question refused (the API's 4xx); 2 the command line "
+                 f"or a setting refused; {UNANSWERED_STATUS} the question not answerable now (the API's 5xx: the "
+                 "geocoder unavailable); 130 stopped by Ctrl-C")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
@@ -128,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
                                        formatter_class=argparse.RawDescriptionHelpFormatter)
     serve_parser.set_defaults(command=serve)
 
-    calc_parser = commands.add_parser("calc", help="compute one result, as the API would")
+    calc_parser = commands.add_parser("calc", help="compute one result, as the API would", epilog=CALC_STATUSES)
     calc_parser.add_argument("--date", required=True, help="YYYY-MM-DD")
     calc_parser.add_argument("--time", required=True, dest="local_time", help="HH:MM or HH:MM:SS, civil time")
     calc_parser.add_argument("--lat", dest="latitude", help="decimal degrees, north positive")
@@ -199,7 +208,7 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
                 recommended = "  (recommended)" if candidate["recommended"] else ""
                 print(f"  --lat {candidate['latitude']} --lon {candidate['longitude']}  {candidate['display_name']}"
                       f"{recommended}", file=sys.stderr)
-        return 1
+        return UNANSWERED_STATUS if error.status >= 500 else REFUSED_STATUS
     print(_as_json(result) if args.json else _readable(result))
     return 0
 

@@ -27,7 +27,7 @@ from files import write
 from permissions import bound_by_file_modes
 from servers import start_solarserv, stop_solarserv
 
-from solarserv import config
+from solarserv import cli, config
 from solarserv.cli import main
 from solarserv.geo import gazetteer
 from solarserv.narration import Narrator
@@ -129,6 +129,17 @@ def test_calc_error_is_the_envelope_message_and_a_failing_status(capsys, data_di
     status, out, _ = run(capsys, data_dir, "calc", "--lat", "95", "--lon", "0", "--date", "2026-07-14",
                          "--time", "12:00", "--json")
     assert status == 1 and json.loads(out)["error"]["code"] == "INVALID_REQUEST"
+
+
+def test_calc_that_cannot_answer_now_exits_with_its_own_status(capsys, tmp_path):
+    # A question refused and one the geocoder could not answer (ask again, or give coordinates) both exited with 1.
+    (tmp_path / "a-file").write_text("")  # where no gazetteer index can be built
+    status, _, err = run(capsys, tmp_path / "a-file", "calc", "--place", "Paris, FR", "--date", "2026-07-14",
+                         "--time", "12:00")
+    assert status == 3 and err.splitlines()[-1].startswith("error GEOCODER_UNAVAILABLE: ")
+    with pytest.raises(SystemExit):
+        main(["calc", "--help"])
+    assert capsys.readouterr().out.split("\n\n")[-1].split() == cli.CALC_STATUSES.split()
 
 
 def test_an_ambiguous_place_lists_its_candidates_as_the_flags_that_choose_one(capsys, data_dir):
