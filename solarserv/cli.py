@@ -176,7 +176,7 @@ def _parser() -> argparse.ArgumentParser:
                                 (config.PLUGINS, [plugins_parser]),
                                 (config.KEYS, [create_parser, list_parser, *status_parsers])):
         for subparser in subparsers:
-            config.add_flags(subparser)
+            config.add_flags(subparser, command)
             subparser.set_defaults(settings_of=command)
     return parser
 

@@ -312,12 +312,19 @@ def environment_only_help() -> str:
     return "settings from the environment only:\n" + "\n".join(lines)
 
 
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    """Give `parser` one flag per setting that has one (values stay strings until `load`)."""
+def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """Give `parser`, of ``command``, one flag per setting that has one (values stay strings until `load`). Those of
+    the settings it does not read are listed apart, without what they mean: among its own, `calc --help` offered
+    `--port` as the TCP port to listen on."""
+    unread = parser.add_argument_group(f"flags {command} accepts and ignores, of settings other commands read")
     for setting in SETTINGS:
-        if setting.flag:
+        if not setting.flag:
+            continue
+        if command in setting.commands:
             parser.add_argument(setting.flag, dest=setting.name, default=None, metavar=setting.env,
                                 help=f"{setting.help} (env {setting.env}; default {shown_default(setting)})")
+        else:
+            unread.add_argument(setting.flag, dest=setting.name, default=None, metavar=setting.env)
 
 
 def load(environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None,

@@ -482,6 +482,18 @@ def test_serve_help_lists_the_settings_that_have_no_flag(capsys):
         assert (setting.flag or setting.env) in help_text
 
 
+@pytest.mark.parametrize("command", [config.CALC, config.PLUGINS, "keys list"])
+def test_a_commands_help_tells_the_flags_it_ignores_apart_from_its_own(capsys, command):
+    # Among calc's own flags, its help offered --port as the TCP port to listen on.
+    with pytest.raises(SystemExit):
+        main([*command.split(), "--help"])
+    own, _, ignored = capsys.readouterr().out.partition(f"flags {command.split()[0]} accepts and ignores")
+    for setting in config.SETTINGS:
+        if setting.flag:
+            read = command.split()[0] in setting.commands
+            assert (f"  {setting.flag} " in own, f"  {setting.flag} " in ignored) == (read, not read), setting.flag
+
+
 def test_stdout_discarded_sends_its_writes_nowhere_and_keeps_no_second_descriptor(tmp_path, monkeypatch):
     # It left the descriptor of /dev/null it had opened next to stdout's, open for the process's life.
     with open(tmp_path / "stdout.txt", "w") as stdout:
