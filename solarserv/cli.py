@@ -200,7 +200,7 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
         result = asyncio.run(Pipeline.build(settings).run(query))
     except ApiError as error:
         if args.json:
-            print(_as_json(error.envelope()))
+            _shown(_as_json(error.envelope()))
         else:
             print(f"error {error.code}: {error.message}", file=sys.stderr)
             # An ambiguous name's message says to resend one candidate's coordinates: here they are, as flags.
@@ -209,7 +209,7 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
                 print(f"  --lat {candidate['latitude']} --lon {candidate['longitude']}  {candidate['display_name']}"
                       f"{recommended}", file=sys.stderr)
         return UNANSWERED_STATUS if error.status >= 500 else REFUSED_STATUS
-    print(_as_json(result) if args.json else _readable(result))
+    _shown(_as_json(result) if args.json else _readable(result))
     return 0
 
 
@@ -242,13 +242,13 @@ def _readable(result: dict[str, Any]) -> str:
 def list_plugins(settings: Any, args: argparse.Namespace) -> int:
     plugins = Narrator.build(settings).plugins.listing()
     if args.json:
-        print(_as_json(plugins))
+        _shown(_as_json(plugins))
         return 0
     for plugin in plugins:
         version = f" {plugin['version']}" if plugin["version"] else ""
         hooks = (f"not loaded, {plugin['not_loaded']} (see the log)" if "not_loaded" in plugin
                  else ", ".join(plugin["hooks"]))
-        print(f"{plugin['name']}{version} ({plugin['source']}): {hooks}")
+        _shown(f"{plugin['name']}{version} ({plugin['source']}): {hooks}")
     return 0
 
 

@@ -197,6 +197,20 @@ def test_calc_on_a_stdout_that_is_not_utf8_writes_what_it_cannot_encode_as_escap
     assert json.loads(as_json.stdout)["validation"].startswith("✓ local time 14:30:00")
 
 
+@pytest.mark.parametrize("args", [PARIS_ARGS, [*PARIS_ARGS, "--json"], ["plugins"]],
+                         ids=["calc", "calc-json", "plugins"])
+@pytest.mark.parametrize(("under", "stdout", "refusal"), [
+    ([], "/dev/full", "cannot write to stdout (No space left on device)"),
+    (["sh", "-c", 'exec "$@" >&-', "sh"], os.devnull, "cannot write to stdout: it is closed"),
+], ids=["full-disk", "closed"])
+def test_output_that_cannot_be_written_is_one_line_and_a_failing_status(data_dir, under, stdout, refusal, args):
+    # A full disk ended the command with a traceback; with stdout closed, it printed nothing and exited with 0.
+    with open(stdout, "w") as output:
+        command = subprocess.run([*under, sys.executable, "-m", "solarserv", *args, "--data-dir", str(data_dir)],
+                                 stdout=output, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert command.returncode == 1 and command.stderr.splitlines() == [f"solarserv: error: {refusal}"]
+
+
 def test_plugins_lists_the_builtins_and_their_hooks(capsys, data_dir):
     status, out, _ = run(capsys, data_dir, "plugins", "--json")
     assert status == 0
