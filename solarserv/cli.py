@@ -114,6 +114,13 @@ def _refuse(parser: argparse.ArgumentParser, exc: Exception) -> None:
     print(f"{parser.prog}: error: {exc}", file=sys.stderr)
 
 
+def _plugins_printing_to_stderr() -> contextlib.AbstractContextManager[Any]:
+    """While the plugins are imported and run: what they print (a debugging print() left in) goes to stderr, with the
+    log, so that stdout holds the command's output alone. It came before the JSON a script reads, which was then
+    no JSON."""
+    return contextlib.redirect_stdout(sys.stderr)
+
+
 def _as_json(value: Any, indent: int | None = 2) -> str:
     """``value`` as JSON for stdout; on a stdout in another encoding than UTF-8, in ASCII, every other character
     escaped (\\u00e9): the same JSON read in any encoding, where the escapes stdout falls back to for text are not
@@ -197,7 +204,8 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
         # An argument that was not UTF-8 arrives as surrogates (os.fsdecode): its bytes back, refused as the API does.
         query = parse_query_fields({name: [value.encode("utf-8", "surrogateescape")]
                                     for name, value in fields.items() if value is not None})
-        result = asyncio.run(Pipeline.build(settings).run(query))
+        with _plugins_printing_to_stderr():
+            result = asyncio.run(Pipeline.build(settings).run(query))
     except ApiError as error:
         if args.json:
             _shown(_as_json(error.envelope()))
@@ -240,7 +248,8 @@ def _readable(result: dict[str, Any]) -> str:
 
 
 def list_plugins(settings: Any, args: argparse.Namespace) -> int:
-    plugins = Narrator.build(settings).plugins.listing()
+    with _plugins_printing_to_stderr():
+        plugins = Narrator.build(settings).plugins.listing()
     if args.json:
         _shown(_as_json(plugins))
         return 0

@@ -211,6 +211,18 @@ def test_output_that_cannot_be_written_is_one_line_and_a_failing_status(data_dir
     assert command.returncode == 1 and command.stderr.splitlines() == [f"solarserv: error: {refusal}"]
 
 
+def test_what_a_plugin_prints_goes_to_stderr_leaving_stdout_to_the_json(capsys, data_dir, tmp_path):
+    write(tmp_path / "plugins", "chatty.py", "from solarserv.hookspecs import hookimpl\n\nprint('imported')\n\n\n"
+          "@hookimpl\ndef solarserv_validation_checks(report):\n    print('checks asked')\n    return []\n")
+    flags = ["--plugins-dir", str(tmp_path / "plugins"), "--json"]
+    status, out, err = run(capsys, data_dir, *PARIS_ARGS, *flags)
+    assert status == 0 and json.loads(out)["true_solar_time"].startswith("12:3")
+    assert "imported\n" in err and "checks asked\n" in err
+    status, out, err = run(capsys, data_dir, "plugins", *flags)
+    assert status == 0 and "chatty" in {plugin["name"] for plugin in json.loads(out)}
+    assert "imported\n" in err
+
+
 def test_plugins_lists_the_builtins_and_their_hooks(capsys, data_dir):
     status, out, _ = run(capsys, data_dir, "plugins", "--json")
     assert status == 0
