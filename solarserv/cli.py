@@ -227,7 +227,7 @@ def _readable(result: dict[str, Any]) -> str:
         f"True solar time   {result['true_solar_time']}  ({result['true_solar_date']})",
         f"Local time        {result['local_time']}  {result['date']}  UTC{result['utc_offset']}  "
         f"{result['timezone']}{'  (DST)' if result['dst'] else ''}",
-        f"UTC               {result['utc_time']}",
+        f"UTC               {result['utc_time']}  {result['utc_date']}",
         f"Place             {result['location']['display_name']}  "
         f"({result['location']['latitude']}, {result['location']['longitude']})",
         f"Equation of time  {calculation['equation_of_time_minutes']:+.3f} min",

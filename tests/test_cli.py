@@ -122,6 +122,13 @@ def test_calc_prints_readable_text(capsys, data_dir):
     assert "Europe/Paris" in out and "Equation of time" in out and "✓" in out
 
 
+def test_calc_prints_the_utc_date_a_day_away_from_the_local_one(capsys, data_dir):
+    # Read as on the local date, Honolulu's last second of 2050 was 09:59:59 UTC on 2050-12-31, not 2051-01-01.
+    status, out, _ = run(capsys, data_dir, "calc", "--lat", "21.3", "--lon", "-157.85", "--date", "2050-12-31",
+                         "--time", "23:59:59")
+    assert status == 0 and "UTC               09:59:59  2051-01-01" in out.splitlines()
+
+
 def test_calc_error_is_the_envelope_message_and_a_failing_status(capsys, data_dir):
     status, out, err = run(capsys, data_dir, "calc", "--lat", "95", "--lon", "0", "--date", "2026-07-14",
                            "--time", "12:00")
