@@ -145,11 +145,14 @@ def _parser() -> argparse.ArgumentParser:
     serve_parser.set_defaults(command=serve)
 
     calc_parser = commands.add_parser("calc", help="compute one result, as the API would", epilog=CALC_STATUSES)
-    calc_parser.add_argument("--date", required=True, help="YYYY-MM-DD")
-    calc_parser.add_argument("--time", required=True, dest="local_time", help="HH:MM or HH:MM:SS, civil time")
-    calc_parser.add_argument("--lat", dest="latitude", help="decimal degrees, north positive")
-    calc_parser.add_argument("--lon", dest="longitude", help="decimal degrees, east positive")
-    calc_parser.add_argument("--place", dest="place_name", help="a place name instead of coordinates")
+    # Each kept as often as it is given, for the question to be refused as the API refuses a field given twice:
+    # argparse kept the last without a word.
+    calc_parser.add_argument("--date", required=True, action="append", help="YYYY-MM-DD")
+    calc_parser.add_argument("--time", required=True, action="append", dest="local_time",
+                             help="HH:MM or HH:MM:SS, civil time")
+    calc_parser.add_argument("--lat", action="append", dest="latitude", help="decimal degrees, north positive")
+    calc_parser.add_argument("--lon", action="append", dest="longitude", help="decimal degrees, east positive")
+    calc_parser.add_argument("--place", action="append", dest="place_name", help="a place name instead of coordinates")
     calc_parser.add_argument("--json", action="store_true", help="print the exact API JSON")
     calc_parser.set_defaults(command=calc)
 
@@ -202,8 +205,8 @@ def calc(settings: Any, args: argparse.Namespace) -> int:
     fields = {name: getattr(args, name) for name in FIELD_NAMES}
     try:
         # An argument that was not UTF-8 arrives as surrogates (os.fsdecode): its bytes back, refused as the API does.
-        query = parse_query_fields({name: [value.encode("utf-8", "surrogateescape")]
-                                    for name, value in fields.items() if value is not None})
+        query = parse_query_fields({name: [value.encode("utf-8", "surrogateescape") for value in values]
+                                    for name, values in fields.items() if values is not None})
         with _plugins_printing_to_stderr():
             result = asyncio.run(Pipeline.build(settings).run(query))
     except ApiError as error:

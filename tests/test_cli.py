@@ -149,6 +149,13 @@ def test_calc_that_cannot_answer_now_exits_with_its_own_status(capsys, tmp_path)
     assert capsys.readouterr().out.split("\n\n")[-1].split() == cli.CALC_STATUSES.split()
 
 
+def test_calc_refuses_a_flag_of_the_question_given_twice_as_the_api_does(capsys, data_dir):
+    # The last one was used without a word: Paris's latitude with --lat 49 after it.
+    status, _, err = run(capsys, data_dir, *PARIS_ARGS, "--lat", "49")
+    assert status == 1 and err.strip() == ("error INVALID_REQUEST: The query parameter latitude is given 2 times; "
+                                           "give it once.")
+
+
 def test_an_ambiguous_place_lists_its_candidates_as_the_flags_that_choose_one(capsys, data_dir):
     springfield = ["calc", "--place", "Springfield", "--date", "2026-07-14", "--time", "12:00"]
     _, out, _ = run(capsys, data_dir, *springfield, "--json")
