@@ -60,11 +60,13 @@ def hermetic_environment(tmp_path_factory):
     PLUGINS_DIR, GEOCODER, …) are cleared and the SOLARSERV_PLUGINS allow-list set empty, for `main()` run
     in-process and for the subprocesses, which inherit the environment. And a plugin is installed (on sys.path)
     that fails any test loading it: one that let a contributor's installed plugin change its outcome. And the servers
-    the tests start take SIGHUP as from a terminal, also when this run ignores it (`nohup scripts/test`): they
-    inherited the ignoring, and the tests that stop them with SIGHUP waited out their timeouts and failed."""
-    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
-        # Still ignored here, by a handler of this process's own, which a program it starts does not inherit.
-        signal.signal(signal.SIGHUP, _ignore)
+    the tests start take SIGHUP and SIGINT as from a terminal, also when this run ignores them (`nohup scripts/test`;
+    `scripts/test &` in a script, which ignores SIGINT): they inherited the ignoring, and the tests that stop them with
+    either signal waited out their timeouts and failed."""
+    for signum in (signal.SIGHUP, signal.SIGINT):
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            # Still ignored here, by a handler of this process's own, which a program it starts does not inherit.
+            signal.signal(signum, _ignore)
     site = tmp_path_factory.mktemp("site")
     (site / "solarserv_tripwire.py").write_text(TRIPWIRE_PLUGIN, encoding="utf-8")
     (site / "solarserv_tripwire-1.0.dist-info").mkdir()
