@@ -10,7 +10,6 @@ import contextlib
 import io
 import json
 import logging
-import signal
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -68,10 +67,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.reconfigure(errors="backslashreplace")
     try:
         return args.command(settings, args)
-    except KeyboardInterrupt:
-        # Ctrl-C before the command was done, serve's among them while it loads what it serves (later, Ctrl-C is its
-        # clean stop): no traceback, and the status a shell gives a command Ctrl-C ended.
-        return 128 + signal.SIGINT
     except BrokenPipeError:
         # The reader went away (`solarserv plugins | head -1`): stop quietly, as other commands in a pipe do.
         discard_stdout()

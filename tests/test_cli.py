@@ -453,6 +453,24 @@ def test_ctrl_c_while_serve_loads_stops_it_without_a_traceback(data_dir, tmp_pat
     assert (tmp_path / "server.log").read_text() == ""
 
 
+def test_ctrl_c_while_the_commands_code_is_imported_stops_it_without_a_traceback(data_dir, tmp_path):
+    # The second solarserv.cli takes to import on a busy machine was outside its handling of Ctrl-C: a traceback.
+    importing = tmp_path / "importing"
+    # sqlite_utils, which solarserv.cli imports (through the key store), in its place: it says so, then waits.
+    slow = write(tmp_path / "slow", "sqlite_utils.py",
+                 f"import pathlib, time\n\npathlib.Path({str(importing)!r}).touch()\ntime.sleep(600)\n").parent
+    process = subprocess.Popen([sys.executable, "-m", "solarserv", "plugins", "--data-dir", str(data_dir)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(slow)})
+    try:
+        while not importing.exists() and process.poll() is None:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)  # as Ctrl-C does
+        assert process.communicate(timeout=60) == ("", "") and process.returncode == 130
+    finally:
+        stop_solarserv(process)
+
+
 def test_a_data_dir_that_cannot_be_made_stops_serve_before_it_binds(capsys, tmp_path):
     (tmp_path / "a-file").write_text("")
     status = main(["serve", "--port", "0", "--data-dir", str(tmp_path / "a-file" / "var")])
