@@ -640,13 +640,14 @@ UNWRITABLE_STDOUTS = [("closed", "cannot write to stdout: it is closed"),
                       ("no reader", "cannot write to stdout: its reader went away")]
 
 
+@pytest.mark.parametrize("flags", [[], ["--json"]], ids=["text", "json"])
 @pytest.mark.parametrize(("stdout", "reason"), UNWRITABLE_STDOUTS, ids=["closed", "disk-full", "no-reader"])
-def test_a_new_key_that_cannot_be_shown_is_deactivated_and_the_operator_told(tmp_path, stdout, reason):
+def test_a_new_key_that_cannot_be_shown_is_deactivated_and_the_operator_told(tmp_path, stdout, reason, flags):
     # The key was created and shown to no one: with stdout closed the command said nothing and exited 0, on a full
     # disk it ended in a traceback, without a reader it stopped without a word; the key stayed active.
     with opened(tmp_path) as store:
         store.create("Acme", "free", by="a test")
-    status, err = run_writing_to(stdout, tmp_path, "create", "--label", "Beta", "--tier", "free")
+    status, err = run_writing_to(stdout, tmp_path, "create", "--label", "Beta", "--tier", "free", *flags)
     with opened(tmp_path) as store:
         acme, beta = store.all()
     assert (acme.status, beta.label, beta.status) == ("active", "Beta", "inactive")
