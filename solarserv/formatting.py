@@ -30,6 +30,7 @@ Python import the functions from here:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -64,6 +65,9 @@ def adds_up_to_the_second(total: float, *terms: float) -> bool:
     return whole_seconds(total) == sum(map(whole_seconds, terms))
 
 
+# The last few kept: an answer writes its four differences (equation of time, longitude correction, DST, total)
+# about fifteen times over its texts and checks, and each is its own request's.
+@functools.lru_cache(maxsize=32)
 def duration(minutes: float) -> str:
     """The size of a time difference: "2 h 52 min 18 s", "45 s", "1 h" (sign dropped, nearest second)."""
     seconds = abs(whole_seconds(minutes))
