@@ -42,7 +42,6 @@ from solarserv.timefmt import (
     DEGREES_DECIMALS,
     MONTH_NAMES,
     format_offset,
-    round_to_minute,
     rounded_figure,
     whole_seconds,
 )
@@ -54,6 +53,8 @@ from solarserv.timefmt import format_hm as hm
 from solarserv.timefmt import format_hms as hms
 from solarserv.timefmt import format_latitude as latitude
 from solarserv.timefmt import format_longitude as longitude
+
+_ONE_DAY = dt.timedelta(days=1)
 
 # Clockwise from north; the texts write them out, the reverse geocoder's "35 km NE of Lyon" abbreviates them.
 COMPASS_POINTS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
@@ -128,7 +129,12 @@ def zone_abbreviation(value: str | None) -> str:
 
 def shown_date(instant: dt.datetime) -> dt.date:
     """The date of the minute ``hm`` shows: 23:59:40 shows as 00:00 of the next day."""
-    return round_to_minute(instant).date()
+    # Only 23:59 can round into the next day, so no rounded date-time is built: a datetime's replace() costs more
+    # than the rest of this, and an answer shows about six dates of events.
+    day = instant.date()
+    if instant.hour == 23 and instant.minute == 59 and instant.second + (instant.microsecond >= 500_000) >= 30:
+        return day + _ONE_DAY
+    return day
 
 
 def hm_on(instant: dt.datetime, day: dt.date) -> str:

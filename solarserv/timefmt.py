@@ -45,7 +45,6 @@ MINUTES_DECIMALS = 4
 DEGREES_DECIMALS = 4
 _FIGURE_UNITS = 10**MINUTES_DECIMALS  # both have four decimals: a figure is a whole number of these
 _POWERS_OF_TEN = tuple(10**exponent for exponent in range(DEGREES_DECIMALS + 1))
-_ONE_MINUTE = dt.timedelta(minutes=1)
 # How near a tie a value must be for its four-decimal figure to round otherwise: 3 ms of a second (0.00005 min,
 # with a margin for the float product), and 0.00005 of a unit of the last decimal shown, in that unit.
 _NEAR_HALF_SECOND = 0.5 - 0.0032
@@ -55,15 +54,6 @@ _TIE_REACH = tuple(0.00005 * 10**digits + 1e-9 for digits in range(DEGREES_DECIM
 def round_to_second(moment: dt.datetime) -> dt.datetime:
     """The nearest whole second (23:59:59.6 becomes 00:00:00 of the next day)."""
     return (moment + _HALF_SECOND).replace(microsecond=0)
-
-
-def round_to_minute(moment: dt.datetime) -> dt.datetime:
-    """The nearest whole minute of the nearest whole second, as format_hm shows it (23:59:29.5 becomes 00:00
-    of the next day)."""
-    # The second rounded (59.5 s is 60) reaches the half minute or not: one replace, at most one sum, as
-    # this runs about six times an answer.
-    minute = moment.replace(second=0, microsecond=0)
-    return minute + _ONE_MINUTE if moment.second + (moment.microsecond >= 500_000) >= 30 else minute
 
 
 def whole_seconds(minutes: float) -> int:
