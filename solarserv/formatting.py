@@ -168,7 +168,13 @@ def year_spans(runs: Sequence[Any]) -> str:
 
 def paragraph(text: str) -> str:
     """Join a template's lines into one paragraph: templates stay readable, the text flows."""
-    return " ".join(text.split())
+    # A template's lines end in "\n", or " \n" before a block tag. Once those are spaces, a text holding no two
+    # spaces together and no other whitespace (each of which str.isprintable refuses) is joined as it is: split
+    # into its words and joined again, each text was copied word by word.
+    joined = text.replace(" \n", " ").replace("\n", " ")
+    if "  " in joined or not joined.isprintable():
+        return " ".join(text.split())
+    return joined.strip(" ")
 
 
 FILTERS: dict[str, Callable[..., Any]] = {

@@ -201,3 +201,11 @@ async def test_a_coordinate_query_names_the_point_alike_in_the_json_and_the_text
 ])
 def test_a_compass_point_is_the_nearest_to_the_jsons_figure_half_up_as_on_the_page(azimuth, point):
     assert formatting.compass(azimuth) == point
+
+
+@given(st.text(alphabet=st.sampled_from(" \n\t\r\x85\u00a0\u2028a°—"), max_size=40))
+@example("The difference is \nthe equation of time\n(-5 min 55 s)\n")
+@example("one\n \ntwo")
+def test_a_paragraph_is_the_words_of_its_text_with_one_space_between_them(text):
+    # The lines are joined by replacing their ends where no other whitespace is found: as if split into words.
+    assert formatting.paragraph(text) == " ".join(text.split())
