@@ -56,12 +56,6 @@ class Texts:
     share_text: str
 
 
-@dataclass(frozen=True)
-class _Contribution:
-    plugin: str
-    value: Any
-
-
 class Narrator:
     def __init__(self, plugins: LoadedPlugins, templates: jinja2.Environment, *,
                  plugin_timeout: float | None = None) -> None:
@@ -131,22 +125,22 @@ class Narrator:
         blocks = {hook: self._block(hook, call(hook), report, failures) for hook in hookspecs.EXCLUSIVE_BLOCKS}
         historical = blocks["solarserv_historical_context"]
         checks: list[Check] = []
-        for contribution in call("solarserv_validation_checks"):
-            if contribution.value is None:  # no checks; a block's writer may not answer None (_block)
+        for plugin, value in call("solarserv_validation_checks"):
+            if value is None:  # no checks; a block's writer may not answer None (_block)
                 continue
-            contributed = list(contribution.value) if isinstance(contribution.value, (list, tuple)) else None
+            contributed = list(value) if isinstance(value, (list, tuple)) else None
             if contributed is None or not all(_is_check(check) for check in contributed):
                 log.error("plugin %s: solarserv_validation_checks must return a list of Check(bool, str), each text "
-                          "one line of visible characters, at most %s of them, got %s", contribution.plugin,
-                          f"{LONGEST_TEXT:,}", shortened(repr(contribution.value), longest=TARGET_SHOWN))
-                failures.append(f"{contribution.plugin} (validation_checks)")
+                          "one line of visible characters, at most %s of them, got %s", plugin,
+                          f"{LONGEST_TEXT:,}", shortened(repr(value), longest=TARGET_SHOWN))
+                failures.append(f"{plugin} (validation_checks)")
                 continue
             if (length := sum(len(check.text) for check in contributed)) > LONGEST_TEXT:
                 # Each within the limit, a thousand of them still made 10 MB of every answer.
                 log.error("plugin %s: solarserv_validation_checks returned checks of %s characters in all, more "
-                          "than the %s a plugin's checks may hold together", contribution.plugin, f"{length:,}",
+                          "than the %s a plugin's checks may hold together", plugin, f"{length:,}",
                           f"{LONGEST_TEXT:,}")
-                failures.append(f"{contribution.plugin} (validation_checks)")
+                failures.append(f"{plugin} (validation_checks)")
                 continue
             checks.extend(contributed)
         return Texts(
@@ -172,16 +166,15 @@ class Narrator:
     def _builtin_templates(self) -> jinja2.Environment:
         return _environment([Path(narratives.__file__).parent])
 
-    def _block(self, hook: str, contributions: Iterable[_Contribution], report: Report,
+    def _block(self, hook: str, contributions: Iterable[tuple[str, Any]], report: Report,
                failures: list[str]) -> tuple[str, bool | None]:
         """Render the one plugin's answer for a text block: ("", None) when it failed or is missing; a
         historical context keeps its status when only its text failed."""
         history = hook == "solarserv_historical_context"
-        for contribution in contributions:
-            value = contribution.value
-            failed = f"{contribution.plugin} ({hookspecs.EXCLUSIVE_BLOCKS[hook]})"
+        for plugin, value in contributions:
+            failed = f"{plugin} ({hookspecs.EXCLUSIVE_BLOCKS[hook]})"
             if not (_is_history(value) if history else isinstance(value, Narrative)):
-                log.error("plugin %s: %s must return %s, got %s", contribution.plugin, hook,
+                log.error("plugin %s: %s must return %s, got %s", plugin, hook,
                           "a HistoricalContext(Narrative, bool)" if history else "a Narrative",
                           shortened(repr(value), longest=TARGET_SHOWN))
                 failures.append(failed)
@@ -190,13 +183,13 @@ class Narrator:
             try:
                 text = self._render(narrative, report)
             except jinja2.TemplateNotFound as error:  # its traceback holds only Jinja's loader
-                log.error("plugin %s: rendering %s failed: %s", contribution.plugin, hook, error)
+                log.error("plugin %s: rendering %s failed: %s", plugin, hook, error)
             except Exception as error:
-                log.exception("plugin %s: rendering %s failed%s", contribution.plugin, hook, self._where(error))
+                log.exception("plugin %s: rendering %s failed%s", plugin, hook, self._where(error))
             else:
                 if not (unfit := _unfit(text)):
                     return text, found
-                log.error("plugin %s: %s rendered %s into a text %s", contribution.plugin, hook, narrative.template,
+                log.error("plugin %s: %s rendered %s into a text %s", plugin, hook, narrative.template,
                           unfit)
             failures.append(failed)
             return "", found
@@ -215,10 +208,10 @@ class Narrator:
         return f": template {in_templates[-1].filename}, line {in_templates[-1].lineno}: {error}"
 
     def _call(self, hook: str, *, impls: Mapping[str, tuple[Any, ...]], report: Report, failures: list[str],
-              running: list[str] | None) -> Iterable[_Contribution]:
-        """The answers of ``hook``'s implementations, each called by hand rather than through pluggy's caller
-        (``manager.hook.NAME(report=…)``), which stops at the first exception (here one that raises loses
-        only its own answer) and costs 3 to 6 µs more a call (measured; five hooks an answer).
+              running: list[str] | None) -> Iterable[tuple[str, Any]]:
+        """The answers of ``hook``'s implementations as (plugin name, answer) pairs, each called by hand rather than
+        through pluggy's caller (``manager.hook.NAME(report=…)``), which stops at the first exception (here one
+        that raises loses only its own answer) and costs 3 to 6 µs more a call (measured; five hooks an answer).
 
         Kept from pluggy: an implementation gets only the parameters it declares. Not kept: None as no answer
         (a block's one writer answering None, a forgotten return, has failed; validation checks skip it), and
@@ -237,7 +230,7 @@ class Narrator:
                 what = hookspecs.EXCLUSIVE_BLOCKS.get(hook, hook.removeprefix("solarserv_"))
                 failures.append(f"{impl.plugin_name} ({what})")
                 continue
-            yield _Contribution(impl.plugin_name, value)
+            yield impl.plugin_name, value
 
     def _render(self, narrative: Narrative, report: Report | None) -> str:
         if narrative.shared or report is None:  # inside a shared text, everything follows from the values
