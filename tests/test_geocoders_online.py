@@ -578,29 +578,19 @@ def test_a_flood_of_slow_calls_is_answered_at_the_timeout_and_leaves_other_work_
     assert time.monotonic() - started < 3.5  # the queued calls too: 1.5 s, not 2 × 4 s of dripping
 
 
-def test_a_call_given_up_on_stops_reading_and_gives_its_thread_back(provider_server, monkeypatch):
+@pytest.mark.parametrize("dripping", ["drip for 40 s", "drip headers"])
+def test_answers_dripping_in_give_their_threads_back_at_the_timeout(provider_server, monkeypatch, caplog, dripping):
+    # Its body or its headers: each thread stayed for the 40 s of its dripping, and later names found none free.
     geocoder = geocoder_for(provider_server, "nominatim", geocoder_timeout=0.5)
     monkeypatch.setattr(online, "FAILURE_PAUSE_SECONDS", 0)  # the next name asks as soon as it can
 
     async def every_thread_dripping() -> list:
-        names = [f"drip for 40 s, {number}" for number in range(PROVIDER_THREADS)]
-        return await asyncio.gather(*(geocoder.locate(name) for name in names), return_exceptions=True)
-
-    assert all("gave no answer in time" in answer.message for answer in asyncio.run(every_thread_dripping()))
-    assert locate(geocoder, "Paris, Texas").place.country_code == "US"  # each thread's reading ended at its timeout
-
-
-def test_answers_whose_headers_drip_in_give_their_threads_back_at_the_timeout(provider_server, monkeypatch, caplog):
-    geocoder = geocoder_for(provider_server, "nominatim", geocoder_timeout=0.5)
-    monkeypatch.setattr(online, "FAILURE_PAUSE_SECONDS", 0)  # the next name asks as soon as it can
-
-    async def every_thread_dripping() -> list:
-        names = [f"drip headers, {number}" for number in range(PROVIDER_THREADS)]
+        names = [f"{dripping}, {number}" for number in range(PROVIDER_THREADS)]
         return await asyncio.gather(*(geocoder.locate(name) for name in names), return_exceptions=True)
 
     assert all("gave no answer in time" in answer.message for answer in asyncio.run(every_thread_dripping()))
     assert {record.getMessage() for record in caplog.records} == {"geocoder nominatim gave no answer in 0.5 s"}
-    # Its turn within the timeout: the threads are free by then, where each stayed for the 40 s of its dripping.
+    # Its turn within the timeout: the threads are free by then.
     assert locate(geocoder, "Paris, Texas").place.country_code == "US"
 
 

@@ -226,8 +226,9 @@ def outline(page) -> list[tuple[str, str]]:
     return found
 
 
-def test_nothing_on_the_page_moves_so_reduced_motion_has_nothing_to_stop(visit):
-    # README: no animation, transition or smooth scrolling, while an answer is awaited (dimmed) or shown.
+def asked_again_while_the_answer_is_held(visit):
+    """The page showing Kashgar's answer for 14:30, asked for 15:00, whose answer is held: (the page, the held
+    route, to be continued)."""
     page = visit.page
     page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
     page.locator("#eot-chart polyline.curve").wait_for()
@@ -236,6 +237,12 @@ def test_nothing_on_the_page_moves_so_reduced_motion_has_nothing_to_stop(visit):
     page.get_by_label("Clock time").fill("15:00:00")
     page.get_by_label("Clock time").press("Enter")
     page.wait_for_function("document.getElementById('result').getAttribute('aria-busy') === 'true'")
+    return page, held
+
+
+def test_nothing_on_the_page_moves_so_reduced_motion_has_nothing_to_stop(visit):
+    # README: no animation, transition or smooth scrolling, while an answer is awaited (dimmed) or shown.
+    page, held = asked_again_while_the_answer_is_held(visit)
     moving = """() => [...document.querySelectorAll("*")].map((node) => getComputedStyle(node))
         .filter((style) => style.animationName !== "none" || style.transitionDuration.split(", ").some((time) =>
             time !== "0s") || style.scrollBehavior !== "auto").length + document.getAnimations().length"""
@@ -437,14 +444,7 @@ def test_back_to_the_empty_page_leaves_no_announcement_of_the_answer_it_hid(visi
 
 def test_an_answer_shown_while_a_new_question_waits_is_dimmed_as_out_of_date(visit):
     # A slow service: the clock time asked is 15:00, while the answer for 14:30 is still on screen.
-    page = visit.page
-    page.goto(f"{visit.base_url}/?{urlencode(KASHGAR_SHARE)}")
-    page.locator("#eot-chart polyline.curve").wait_for()
-    held = []
-    page.route("**/api/v1/solar-time?*", lambda route: held.append(route))
-    page.get_by_label("Clock time").fill("15:00:00")
-    page.get_by_label("Clock time").press("Enter")
-    page.wait_for_function("document.getElementById('result').getAttribute('aria-busy') === 'true'")
+    page, held = asked_again_while_the_answer_is_held(visit)
     assert shown(page, "#clock-time") == "14:30:00"
     assert float(page.evaluate("getComputedStyle(document.getElementById('result')).opacity")) < 1
     assert len(held) == 1
