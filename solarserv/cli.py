@@ -32,7 +32,7 @@ from solarserv.keys import (
 )
 from solarserv.narration import Narrator, TemplateLoadError
 from solarserv.plugin_manager import PluginConflict
-from solarserv.request import FIELD_NAMES, parse_query_fields
+from solarserv.request import FIELD_NAMES, Spelling, parse_query_fields
 from solarserv.stdout import discard_stdout
 from solarserv.text import terminal_width
 
@@ -44,6 +44,10 @@ UNANSWERED_STATUS = 3
 CALC_STATUSES = (f"exit status: 0 answered; {REFUSED_STATUS} the question refused (the API's 4xx); 2 the command line "
                  f"or a setting refused; {UNANSWERED_STATUS} the question not answerable now (the API's 5xx: the "
                  "geocoder unavailable); 130 stopped by Ctrl-C")
+# calc's flags for the question's fields, which its refusals name: the API's names ("Give either place_name, or
+# latitude and longitude.") were not what the caller wrote.
+QUESTION_FLAGS = Spelling(renamed={"date": "--date", "local_time": "--time", "latitude": "--lat", "longitude": "--lon",
+                                   "place_name": "--place"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,12 +200,13 @@ def serve(settings: Any, args: argparse.Namespace) -> int:
 def calc(settings: Any, args: argparse.Namespace) -> int:
     from solarserv.pipeline import Pipeline
 
-    # Every flag is text, as the GET alias's query parameters are: read the same way, numbers exact.
+    # Every flag is text, as the GET alias's query parameters are: read the same way, numbers exact, and refused in
+    # the flags' names.
     fields = {name: getattr(args, name) for name in FIELD_NAMES}
     try:
         # An argument that was not UTF-8 arrives as surrogates (os.fsdecode): its bytes back, refused as the API does.
         query = parse_query_fields({name: [value.encode("utf-8", "surrogateescape") for value in values]
-                                    for name, values in fields.items() if values is not None})
+                                    for name, values in fields.items() if values is not None}, QUESTION_FLAGS)
         with _plugins_printing_to_stderr():
             result = asyncio.run(Pipeline.build(settings).run(query))
     except ApiError as error:

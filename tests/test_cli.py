@@ -132,7 +132,7 @@ def test_calc_prints_the_utc_date_a_day_away_from_the_local_one(capsys, data_dir
 def test_calc_error_is_the_envelope_message_and_a_failing_status(capsys, data_dir):
     status, out, err = run(capsys, data_dir, "calc", "--lat", "95", "--lon", "0", "--date", "2026-07-14",
                            "--time", "12:00")
-    assert status == 1 and "INVALID_REQUEST" in err and "latitude" in err
+    assert status == 1 and "INVALID_REQUEST" in err and "--lat" in err
     status, out, _ = run(capsys, data_dir, "calc", "--lat", "95", "--lon", "0", "--date", "2026-07-14",
                          "--time", "12:00", "--json")
     assert status == 1 and json.loads(out)["error"]["code"] == "INVALID_REQUEST"
@@ -152,8 +152,32 @@ def test_calc_that_cannot_answer_now_exits_with_its_own_status(capsys, tmp_path)
 def test_calc_refuses_a_flag_of_the_question_given_twice_as_the_api_does(capsys, data_dir):
     # The last one was used without a word: Paris's latitude with --lat 49 after it.
     status, _, err = run(capsys, data_dir, *PARIS_ARGS, "--lat", "49")
-    assert status == 1 and err.strip() == ("error INVALID_REQUEST: The query parameter latitude is given 2 times; "
-                                           "give it once.")
+    assert status == 1 and err.strip() == "error INVALID_REQUEST: --lat is given 2 times; give it once."
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--lat", " 48", "--lon", "2"], "--lat must be a number of decimal degrees, got ' 48'."),
+    ([], "Give either --place, or --lat and --lon."),
+    (["--lat", "48"], "--lat and --lon must be given together; --lon is missing."),
+    (["--place", " "], "--place must not be empty."),
+    (["--place", "", "--lat", "48", "--lon", "2"], "--place is empty while --lat and --lon are given: leave it out "
+     "to use the coordinates (give either --place or --lat and --lon, not both)."),
+    (["--place", "Paris", "--lat", "48", "--lon", "2"], "Give either --place or --lat and --lon, not both."),
+    (["--lat", "48", "--lon", "180.5"], "--lon must be between -180 and 180 degrees, got 180.5."),
+    (["--lat", "48", "--lon", "2", "--time", "2pm"], "--time must be HH:MM or HH:MM:SS (24-hour), got '2pm'."),
+    (["--lat", "48", "--lon", "2", "--time", "24:00"],
+     "--time 24:00 is not a time of day (hours 00-23, minutes and seconds 00-59)."),
+    (["--lat", "48", "--lon", "2", "--date", "14/07/2026"], "--date must be YYYY-MM-DD, got '14/07/2026'."),
+    (["--lat", "48", "--lon", "2", "--date", "2026-02-30"], "--date 2026-02-30 is not a real calendar date."),
+], ids=["not-a-number", "neither", "one-coordinate", "empty-place", "empty-place-and-coordinates", "both",
+        "out-of-range", "not-a-time", "not-a-time-of-day", "not-a-date", "not-a-calendar-date"])
+def test_calc_refusals_name_the_flags_given(capsys, data_dir, flags, message):
+    # They named the API's fields ("Give either place_name, or latitude and longitude.") and told a shell's " 48"
+    # that a + in a query string reads as a space.
+    question = {"--date": "2026-07-14", "--time": "12:00"}
+    question.update(zip(flags[::2], flags[1::2], strict=True))
+    status, _, err = run(capsys, data_dir, "calc", *(part for flag in question.items() for part in flag))
+    assert status == 1 and err.splitlines() == [f"error INVALID_REQUEST: {message}"]
 
 
 def test_an_ambiguous_place_lists_its_candidates_as_the_flags_that_choose_one(capsys, data_dir):
@@ -178,14 +202,18 @@ def test_calc_reads_coordinates_as_the_api_does(live_server, capsys, data_dir, l
                                     "longitude": longitude})
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"{live_server}/api/v1/solar-time?{query}")
-    assert status == 1 and json.loads(out) == json.load(refused.value)
+    # In the command line's words: what follows the name is the API's.
+    api_error, calc_error = json.load(refused.value)["error"], json.loads(out)["error"]
+    assert status == 1 and calc_error["code"] == api_error["code"]
+    assert calc_error["message"].startswith(("--lat ", "--lon "))
+    assert calc_error["message"].partition(" must be ")[2] == api_error["message"].partition(" must be ")[2]
 
 
 def test_calc_refuses_an_argument_that_is_not_utf8_as_the_api_does(capsys, data_dir):
     # sys.argv holds such a byte as a surrogate (os.fsdecode), which str.encode() refused with a traceback.
     status, _, err = run(capsys, data_dir, "calc", "--lat", os.fsdecode(b"\xff"), "--lon", "2", "--date",
                          "2026-07-14", "--time", "12:00")
-    assert status == 1 and err.strip() == "error INVALID_REQUEST: The query parameter latitude is not valid UTF-8."
+    assert status == 1 and err.strip() == "error INVALID_REQUEST: --lat is not valid UTF-8."
 
 
 def test_a_reader_that_goes_away_stops_a_command_quietly(data_dir):
