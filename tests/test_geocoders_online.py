@@ -146,12 +146,12 @@ RETRY_AFTER = {"1 s": lambda: "1", "a day": lambda: "86400", "no pause": lambda:
 class FakeProvider(tornado.web.RequestHandler):
     """Answers by the query text; "slow" never answers in time, "drip" sends its answer a byte at a time (for 4 s;
     "drip for 40 s …" for 40), "drip headers …" its status line and headers (for 40 s), "moved to URL" redirects
-    there (302), "broken" fails with HTTP 500, "down" with 503, "gateway timeout" with a proxy's 504, "blocked"
-    with 403 and a page saying why, "cut short" closes the connection in mid-body, "busy" refuses with 429; "busy"
-    or "down" followed by one of RETRY_AFTER's names ("busy 1 s", "down, no pause") sends that Retry-After.
-    While a test sets `odd["body"]` (the `odd_answer` fixture), every answer is that text, of
-    `odd["content_type"]` when set; while it sets `odd["hanging"]` (the `hanging` fixture), no request is
-    answered in time."""
+    there (302), "moved on and on to URL" too, its body 2 MB and then 3 s of nothing, "broken" fails with HTTP
+    500, "down" with 503, "gateway timeout" with a proxy's 504, "blocked" with 403 and a page saying why, "cut
+    short" closes the connection in mid-body, "busy" refuses with 429; "busy" or "down" followed by one of
+    RETRY_AFTER's names ("busy 1 s", "down, no pause") sends that Retry-After. While a test sets `odd["body"]` (the
+    `odd_answer` fixture), every answer is that text, of `odd["content_type"]` when set; while it sets
+    `odd["hanging"]` (the `hanging` fixture), no request is answered in time."""
 
     def initialize(self, answer: Any, requests: list, odd: dict) -> None:
         self.answer = answer
@@ -185,6 +185,14 @@ class FakeProvider(tornado.web.RequestHandler):
             return
         if query.startswith("moved to "):
             self.redirect(query.removeprefix("moved to "))
+            return
+        if query.startswith("moved on and on to "):
+            self.set_status(302)
+            self.set_header("Location", query.removeprefix("moved on and on to "))
+            with contextlib.suppress(tornado.iostream.StreamClosedError):  # the client stopped reading
+                self.write(b"x" * 2_000_000)
+                await self.flush()
+                await asyncio.sleep(3)
             return
         if query == "broken":
             raise tornado.web.HTTPError(500)
@@ -606,6 +614,12 @@ def test_a_redirect_is_followed_to_http_or_https_only(nominatim, caplog):
             ftp_server.accept()  # no connection was made
     assert "The place-name geocoder (nominatim) gave an error." in error.message  # an answer: names are still asked
     assert f"HTTP Error 302: Found - Redirection to url '{url}' is not allowed" in caplog.text
+
+
+def test_a_redirect_is_followed_without_reading_its_body(nominatim):
+    # urllib read a redirect's body whole before following it, however long, past MAX_ANSWER_BYTES: one that never
+    # ended was read into memory until the timeout (3 GB in 3 s on loopback), and the call failed.
+    assert locate(nominatim, "moved on and on to /nominatim/search?q=Paris+Texas").place.country_code == "US"
 
 
 def test_an_unreachable_provider_is_503(provider_server):

@@ -187,15 +187,20 @@ class _HTTPSHandlerInTime(_InTime, urllib.request.HTTPSHandler):
 
 
 class _RedirectsToHTTPOnly(urllib.request.HTTPRedirectHandler):
-    """urllib's following of redirects, refusing one to ftp: as one to file: (an HTTP error of the redirect's status).
-    urllib's own followed it, connecting by FTP wherever the provider said, out of the call's timeout."""
+    """urllib's following of redirects, refusing one to ftp: as one to file: (an HTTP error of the redirect's status),
+    and leaving the body of one it follows unread. urllib's own followed one to ftp:, connecting by FTP wherever the
+    provider said, out of the call's timeout; and it read a redirect's body whole before following it, whatever its
+    length (MAX_ANSWER_BYTES is _decode_page's): an endless one filled the memory until the timeout."""
 
     def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
                          newurl: str) -> urllib.request.Request | None:
         if urllib.parse.urlsplit(newurl).scheme not in ("http", "https"):  # urllib has made it absolute
             raise urllib.error.HTTPError(req.full_url, code, f"{msg} - Redirection to url '{newurl}' is not allowed",
                                          headers, fp)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+        followed = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if followed is not None:
+            fp.close()  # what urllib reads of it then is nothing
+        return followed
 
 
 class _AnswerInTime(http.client.HTTPResponse):
