@@ -187,6 +187,11 @@ async def _serve_until_stopped(settings: Any, sockets: list[socket.socket], cons
 
     def stop(signum: int) -> None:
         if worker is not None:  # its parent says it for all, and stops it at once on a second SIGINT
+            # Taken from the loop, whose closing would give SIGINT back to Python's KeyboardInterrupt: a second
+            # Ctrl-C reaching a worker that had finished its requests then wrote a traceback as it exited.
+            for each in workers.STOP_SIGNALS:
+                asyncio.get_running_loop().remove_signal_handler(each)
+                signal.signal(each, signal.SIG_IGN)
             stopping.set()
             return
         if stopping.is_set() and signum == signal.SIGINT:  # Ctrl-C pressed again: the operator will not wait
