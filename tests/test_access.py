@@ -124,6 +124,21 @@ async def test_every_row_of_the_enforcement_table(api, keys, overrides, kind, st
     assert reply.headers.get("WWW-Authenticate") == ('ApiKey header="X-API-Key"' if status == 401 else None)
 
 
+@pytest.mark.parametrize("overrides", [{"api_key_required": False}, {"api_key_required": True}], ids=["off", "on"])
+@pytest.mark.parametrize("parameter", ["api_key", "X-API-Key", "k"])
+async def test_a_key_sent_in_the_url_is_not_read_and_the_answer_says_so(api, keys, overrides, parameter):
+    # Keys travel in the header alone (URLs end up in logs): the request counts per client IP, as one without a
+    # key, and the client is told why its key did not count, as when it mistyped one.
+    key = key_for(keys, "valid")
+    reply = await api(PARIS_GET + "&" + urlencode({parameter: key}))
+    assert reply.status == (401 if overrides["api_key_required"] else 200), reply.body
+    assert limits(reply)[:2] == (ANON_RPM, ANON_RPM - 1)
+    assert reply.headers["X-API-Key-Status"] == "ignored-in-url"
+    # With the header given, the header's key decides: the one in the URL is still not read.
+    reply = await api(PARIS_GET + "&" + urlencode({parameter: UNKNOWN_KEY}), headers={"X-API-Key": key})
+    assert reply.status == 200 and limits(reply)[0] == 10 and "X-API-Key-Status" not in reply.headers
+
+
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
 async def test_a_key_in_two_x_api_key_headers_is_one_key_and_two_keys_are_told_apart(api, keys, overrides):
     # Tornado joins repeated headers with a comma: "key,key" was no key, a valid key sent twice a 401 "not recognised".

@@ -3,14 +3,16 @@
 The one place in the request path where identity and limits are decided. ``ApiHandler.prepare`` calls
 ``admit`` before any endpoint code runs and writes the headers it returns on every response.
 
-| API_KEY_REQUIRED | X-API-Key           | outcome                                                       |
-|------------------|---------------------|---------------------------------------------------------------|
-| false (default)  | none                | allowed, counted per client IP (ANON_RPM)                     |
-| false            | valid               | allowed, counted per key (the key's rpm)                      |
-| false            | invalid/deactivated | allowed, counted per client IP, ``X-API-Key-Status: invalid`` |
-| true             | none                | 401 MISSING_API_KEY (the attempt is counted per client IP)    |
-| true             | invalid/deactivated | 401 INVALID_API_KEY (counted per client IP)                   |
-| true             | valid               | allowed, counted per key                                      |
+| API_KEY_REQUIRED | X-API-Key              | outcome                                                              |
+|------------------|------------------------|----------------------------------------------------------------------|
+| false (default)  | none                   | allowed, counted per client IP (ANON_RPM)                            |
+| false            | valid                  | allowed, counted per key (the key's rpm)                             |
+| false            | invalid/deactivated    | allowed, counted per client IP, ``X-API-Key-Status: invalid``        |
+| false            | none, a key in the URL | allowed, counted per client IP, ``X-API-Key-Status: ignored-in-url`` |
+| true             | none                   | 401 MISSING_API_KEY (the attempt is counted per client IP)           |
+| true             | none, a key in the URL | 401 MISSING_API_KEY, ``X-API-Key-Status: ignored-in-url``            |
+| true             | invalid/deactivated    | 401 INVALID_API_KEY (counted per client IP)                          |
+| true             | valid                  | allowed, counted per key                                             |
 
 A request over its limit is 429 RATE_LIMIT_EXCEEDED, before any 401: a client hammering with bad keys
 is slowed down like any other. A key the store is too busy to look up is counted per client IP, and the
@@ -29,7 +31,7 @@ from typing import Any
 import tornado.httputil
 
 from solarserv.errors import ApiError
-from solarserv.keys import ApiKey, KeyStoreBusy, KeyStoreUnusable
+from solarserv.keys import KEY_PREFIX, ApiKey, KeyStoreBusy, KeyStoreUnusable
 from solarserv.ratelimit import Decision
 from solarserv.text import TARGET_SHOWN, escaped, shortened
 
@@ -39,6 +41,8 @@ API_KEY_HEADER = "X-API-Key"
 # A 401's WWW-Authenticate (RFC 9110 §11.6.1: every 401 names how to authenticate). No registered scheme sends a
 # key in a header of its own; the parameter names the header.
 KEY_CHALLENGE = f'ApiKey header="{API_KEY_HEADER}"'
+# Query parameters a key is put in where the header was meant, as written with "_" for "-" in lower case.
+KEY_PARAMETERS = frozenset({"api_key", "apikey", "x_api_key", "key"})
 # A client's next try after the key store was busy: another process held its lock longer than a server waits.
 BUSY_RETRY_SECONDS = 1
 
@@ -81,6 +85,9 @@ async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> A
     if sent and key is None and lookup_failed is None:
         # With enforcement off the request still passes on per-IP limits; say so, so a typo is not silent.
         headers["X-API-Key-Status"] = "invalid"
+    elif not sent and key_in_url(request):
+        # Not read there (URLs end up in logs), so it counts per client IP like no key: say so, as for a typo.
+        headers["X-API-Key-Status"] = "ignored-in-url"
     if not decision.allowed:  # its Retry-After comes with the error (retry_after), as every refusal's does
         return Admission(headers, _rate_limited(decision))
     if lookup_failed is not None:
@@ -88,6 +95,14 @@ async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> A
     if settings.api_key_required and key is None:
         return Admission(headers, _invalid_key(len(sent)) if sent else _missing_key())
     return Admission(headers)
+
+
+def key_in_url(request: tornado.httputil.HTTPServerRequest) -> bool:
+    """Whether the query string holds an API key: a parameter named for one (``api_key``, ``X-API-Key``, in any
+    case) or a value with the keys' prefix."""
+    return any(name.lower().replace("-", "_") in KEY_PARAMETERS
+               or any(value.startswith(KEY_PREFIX.encode()) for value in values)
+               for name, values in request.query_arguments.items())
 
 
 def key_counter(key: ApiKey) -> str:

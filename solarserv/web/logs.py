@@ -20,7 +20,7 @@ access_log = logging.getLogger("tornado.access")
 CONSOLE_PATH = "/console"
 
 # Query parameters whose value may be a secret (request_summary), as written with "_" for "-" in lower case.
-_SECRET_PARAMETERS = frozenset({"token", "api_key", "apikey", "x_api_key", "key"})
+_SECRET_PARAMETERS = access.KEY_PARAMETERS | {"token"}
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:
