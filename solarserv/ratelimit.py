@@ -173,9 +173,21 @@ class RedisCounters:
         except TimeoutError as exc:
             raise redis.exceptions.TimeoutError(
                 f"no answer from Redis within {REDIS_COMMAND_TIMEOUT_SECONDS:g} s") from exc
+        except redis.exceptions.TimeoutError as exc:
+            if str(exc) == _CONNECT_TIMED_OUT:
+                # No connection, so no command sent: Redis is unreachable, as when it refuses the connection. A
+                # timeout would say the command may yet be carried out, and the requests counted here meanwhile
+                # would be forgotten when Redis answers again (RateLimiter._count).
+                raise redis.exceptions.ConnectionError(str(exc)) from exc
+            raise
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+# redis-py's TimeoutError when a connection could not be opened within socket_connect_timeout (a host gone, or
+# a firewall dropping packets), where one timing out on a sent command says "Timeout reading from …".
+_CONNECT_TIMED_OUT = "Timeout connecting to server"
 
 
 def _redis_key(name: str, window: int) -> str:

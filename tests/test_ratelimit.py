@@ -148,8 +148,11 @@ async def test_two_limiters_on_one_redis_share_one_count(redis_url, clock):
 
 
 @pytest.mark.redis
-async def test_limiter_falls_back_to_memory_while_redis_is_down_and_returns_to_it(clock, caplog):
+async def test_limiter_falls_back_to_memory_while_redis_is_down_and_returns_to_it(clock, caplog, monkeypatch):
     caplog.set_level(logging.WARNING, logger="solarserv.ratelimit")
+    # Stopped, Redis refuses connections at once; on a busy machine the command's own limit could run out first, and a
+    # command that timed out is one Redis may yet count, which this test is not about.
+    monkeypatch.setattr(ratelimit, "REDIS_COMMAND_TIMEOUT_SECONDS", 5.0)
     with RedisServer() as server:
         # No pause between attempts, so the test sees the return at once.
         limiter = RateLimiter(RedisCounters(server.url), clock=clock, recheck_interval=0)
@@ -212,6 +215,45 @@ async def test_requests_counted_in_the_process_while_redis_refused_it_count_on_w
         finally:
             operator.close()
             await limiter.close()
+
+
+@contextlib.contextmanager
+def dropping_connections(port: int):
+    """A listener on ``port`` whose queue is full, so the kernel drops every further connection attempt and a
+    client's connect times out: a Redis host gone from the network, or behind a firewall dropping packets."""
+    with socket.create_server(("127.0.0.1", port), backlog=0):
+        queued = [socket.socket() for _ in range(3)]
+        try:
+            for client in queued:
+                client.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    client.connect(("127.0.0.1", port))
+            yield
+        finally:
+            for client in queued:
+                client.close()
+
+
+@pytest.mark.redis
+async def test_requests_counted_while_no_connection_to_redis_could_be_opened_count_on_when_it_returns(
+        clock, monkeypatch):
+    # Every connect times out, so no command reaches Redis: these requests are this process's alone, unlike one whose
+    # command was sent and went unanswered (below). The command's own limit is out of the way: a connect's is at issue.
+    monkeypatch.setattr(ratelimit, "REDIS_COMMAND_TIMEOUT_SECONDS", 5.0)
+    server = RedisServer().start()
+    limiter = RateLimiter(RedisCounters(server.url), clock=clock, recheck_interval=0)
+    try:
+        assert (await limiter.hit("client", 10)).count == 1
+        server.stop()
+        with dropping_connections(server.port):
+            assert [(await limiter.hit("client", 10)).count for _ in range(3)] == [2, 3, 4]
+            assert limiter.health()["reason"] == "Timeout connecting to server"
+        server.start()  # a fresh, empty Redis on the same port
+        # This one and the 3 counted here meanwhile, not 1 (the first, which the old Redis had, is gone with it).
+        assert (await limiter.hit("client", 10)).count == 4
+    finally:
+        await limiter.close()
+        server.stop()
 
 
 @pytest.mark.redis
