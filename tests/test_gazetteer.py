@@ -873,6 +873,26 @@ def test_an_index_build_stopped_with_the_server_is_a_warning_naming_the_signal_n
     assert f"building the gazetteer index was stopped by {stop.name}" in caplog.text
 
 
+def test_an_index_build_stopped_while_its_python_starts_is_a_warning_too(tmp_path, caplog, monkeypatch):
+    # Ctrl-C reaching the builder while its interpreter still starts up is a fatal start-up error, exit status 1 and
+    # "KeyboardInterrupt", not a death by SIGINT: it was logged as a failed build, at ERROR.
+    slow_start = tmp_path / "slow-start"
+    slow_start.mkdir()
+    (slow_start / "sitecustomize.py").write_text("import time\ntime.sleep(60)\n")  # imported by site, at start-up
+    monkeypatch.syspath_prepend(str(slow_start))  # the builder is given this process's path
+    geocoder = OfflineGeocoder(tmp_path)
+    deadline = time.monotonic() + 60
+    while not (builders := [child for child in psutil.Process().children()
+                            if "solarserv.geo.gazetteer" in _command_line(child)]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    [builder] = builders
+    time.sleep(0.5)  # into its sitecustomize; a stop sent sooner finds Python starting all the same
+    builder.send_signal(signal.SIGINT)
+    assert refusal(geocoder, "Paris").code == "GEOCODER_UNAVAILABLE"
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert "building the gazetteer index was stopped by SIGINT" in caplog.text
+
+
 def test_an_index_that_cannot_be_built_gives_503_not_a_traceback(tmp_path, caplog):
     not_a_directory = tmp_path / "a-file"
     not_a_directory.write_text("")

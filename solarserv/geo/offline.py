@@ -374,7 +374,12 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry)}
         builder = subprocess.run([sys.executable, "-m", "solarserv.geo.gazetteer", "--", str(data_dir)],
                                  env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        lines = builder.stderr.strip().splitlines()
         stopped_by = _STOPPED_BY.get(builder.returncode)
+        if builder.returncode == 1 and lines[-1:] == ["KeyboardInterrupt"]:
+            # SIGINT while the child's Python was still starting up (importing site): a fatal start-up error, exit
+            # status 1 and the exception's name, where a running one dies by the signal.
+            stopped_by = "SIGINT"
         if stopped_by:
             # A stop of the server reaches its process group, the child included: no failure of the build.
             log.warning("building the gazetteer index was stopped by %s (the server stopping, or a stop sent to it "
@@ -383,7 +388,6 @@ def _build_in_background(data_dir: Path) -> concurrent.futures.Future[Gazetteer 
         if builder.returncode != 0:
             # The child says why in its last line (a data dir this user cannot write, a full disk): logged as the
             # failure, in one line, where the traceback of its exit status said nothing more.
-            lines = builder.stderr.strip().splitlines()
             reason = lines[-1].removeprefix("error: ") if lines else f"its exit status was {builder.returncode}"
             log.error("building the gazetteer index failed: %s", reason)
             return None
