@@ -51,6 +51,11 @@ QUESTION_FLAGS = Spelling(renamed={"date": "--date", "local_time": "--time", "la
 
 
 def main(argv: list[str] | None = None) -> int:
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # On a stdout in another encoding than UTF-8 (a Latin-1 locale), a character it cannot write (✓, “, ±) is
+        # written as Python writes it to stderr, \u2713: it ended the command with a traceback, `keys create` once
+        # the key was stored, without ever showing it. Before the arguments are parsed: --help writes … and → too.
+        sys.stdout.reconfigure(errors="backslashreplace")
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -64,11 +69,6 @@ def main(argv: list[str] | None = None) -> int:
         _refuse(parser, exc)
         return 2
     configure_logging(settings)
-    if isinstance(sys.stdout, io.TextIOWrapper):
-        # On a stdout in another encoding than UTF-8 (a Latin-1 locale), a character it cannot write (✓, “, ±) is
-        # written as Python writes it to stderr, \u2713: it ended the command with a traceback, `keys create` once
-        # the key was stored, without ever showing it.
-        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         return args.command(settings, args)
     except BrokenPipeError:

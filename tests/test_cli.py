@@ -265,6 +265,16 @@ def test_what_a_plugin_prints_goes_to_stderr_leaving_stdout_to_the_json(capsys, 
     assert "imported\n" in err
 
 
+def test_help_on_a_stdout_that_is_not_utf8_writes_what_it_cannot_encode_as_escapes():
+    # Written before the commands' own output was: the → of `solarserv --help` and the … of `keys deactivate --help`
+    # ended them with a traceback in a Latin-1 locale.
+    for command, escape in (([], "\\u2192"), (["keys", "deactivate"], "\\u2026")):
+        shown = subprocess.run([sys.executable, "-m", "solarserv", *command, "--help"], capture_output=True,
+                               env={**os.environ, "PYTHONIOENCODING": "latin-1"}, timeout=120)
+        assert shown.returncode == 0 and shown.stderr == b"", shown.stderr
+        assert escape in shown.stdout.decode("latin-1")
+
+
 def test_plugins_lists_the_builtins_and_their_hooks(capsys, data_dir):
     status, out, _ = run(capsys, data_dir, "plugins", "--json")
     assert status == 0
