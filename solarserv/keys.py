@@ -232,17 +232,19 @@ def _migrations_unknown_here(db: sqlite_utils.Database) -> list[str]:
 
 
 def _refuse_if_emptied(path: Path) -> None:
-    """A store that exists and is empty is one emptied (a copy cut short by a full disk, `: > keys.db`), or one
-    another process has just made and is about to set up, which takes it milliseconds. SQLite would take the
+    """A store that exists and is empty is one emptied (a copy cut short by a full disk, `: > keys.db`), one made by
+    another program opening the path before any store was there (`sqlite3 keys.db .tables` makes an empty file), or
+    one another process has just made and is about to set up, which takes it milliseconds. SQLite would take the
     emptied one for a new store: its keys would be gone without a word, every keyed request refused. So an
-    empty store is waited for as a migration is, and refused if it stays empty."""
+    empty store is waited for as a migration is, and refused if it stays empty, in words for either of the others."""
     deadline = time.monotonic() + WAIT_FOR_MIGRATION_SECONDS
     with contextlib.suppress(OSError):  # a file that cannot be read, SQLite's open reports
         while path.stat().st_size == 0:
             if time.monotonic() > deadline:
                 raise KeyStoreUnusable(f"The key store {path} is an empty file, so it holds no keys: it was emptied "
-                                       "(a store once set up never is). Restore it from a backup, or delete it to "
-                                       "start a new store without keys.")
+                                       "(a copy cut short), or made by another program opening it before any store "
+                                       "was there (sqlite3). Restore it from a backup if it held keys; else delete "
+                                       "it to start a new store.")
             time.sleep(0.005)
 
 

@@ -728,9 +728,21 @@ def test_an_emptied_key_store_is_one_line_and_not_taken_for_a_new_one(capsys, tm
     status, out, err = run(capsys, tmp_path, *command)
     assert (status, out) == (1, "")
     assert err == (f"solarserv: error: The key store {tmp_path / 'keys.db'} is an empty file, so it holds no keys: it "
-                   "was emptied (a store once set up never is). Restore it from a backup, or delete it to start a "
-                   "new store without keys.\n")
+                   "was emptied (a copy cut short), or made by another program opening it before any store was there "
+                   "(sqlite3). Restore it from a backup if it held keys; else delete it to start a new store.\n")
     assert (tmp_path / "keys.db").stat().st_size == 0
+
+
+def test_an_empty_key_store_made_by_sqlite_opening_its_path_is_not_said_to_be_emptied(capsys, tmp_path, monkeypatch):
+    # `sqlite3 DATA_DIR/keys.db .tables` before any server ran leaves an empty file: refused, as an emptied store is,
+    # with a message that said the store was emptied and sent the operator to a backup of keys never issued.
+    monkeypatch.setattr(keys_module, "WAIT_FOR_MIGRATION_SECONDS", SERVER_WAIT_FOR_WRITER_SECONDS)
+    with contextlib.closing(sqlite3.connect(tmp_path / "keys.db")) as looked_at:
+        assert looked_at.execute("select name from sqlite_master").fetchall() == []
+    status, out, err = run(capsys, tmp_path, "list")
+    assert (status, out) == (1, "")
+    assert "or made by another program opening it before any store was there (sqlite3)" in err
+    assert "Restore it from a backup if it held keys; else delete it to start a new store." in err
 
 
 def with_no_file_growing() -> None:
