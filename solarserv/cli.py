@@ -334,5 +334,9 @@ def list_keys(settings: Any, args: argparse.Namespace) -> int:
 def change_key_status(settings: Any, args: argparse.Namespace) -> int:
     with _key_store(settings) as store:
         change = store.set_status(store.find(args.reference).id, args.status, by=BY_THE_CLI)
-    _shown(change.told())
+    try:
+        _shown(change.told())
+    except StdoutUnwritable as exc:
+        # The change is made: said where it can be, lest the failing status pass for the change refused.
+        raise StdoutUnwritable(f"{exc}, so this was not shown: {change.told()}") from exc
     return 0

@@ -657,7 +657,7 @@ def test_a_new_key_that_cannot_be_shown_is_deactivated_and_the_operator_told(tmp
 
 
 @pytest.mark.parametrize(("stdout", "reason"), UNWRITABLE_STDOUTS[:2], ids=["closed", "disk-full"])
-@pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["deactivate", "1"]])
+@pytest.mark.parametrize("command", [["list"], ["list", "--json"]])
 def test_a_key_command_that_cannot_write_to_stdout_says_so_in_one_line(tmp_path, stdout, reason, command):
     # A full disk was a traceback; with stdout closed, nothing was said and the status was 0.
     with opened(tmp_path) as store:
@@ -665,6 +665,20 @@ def test_a_key_command_that_cannot_write_to_stdout_says_so_in_one_line(tmp_path,
     status, err = run_writing_to(stdout, tmp_path, *command)
     assert (status, err[-1]) == (1, f"solarserv: error: {reason}")
     assert not any("Traceback" in line for line in err)
+
+
+@pytest.mark.parametrize(("stdout", "reason"), UNWRITABLE_STDOUTS[:2], ids=["closed", "disk-full"])
+@pytest.mark.parametrize(("action", "told"), [("deactivate", "is now inactive"), ("activate", "was already active")])
+def test_a_status_change_that_cannot_be_shown_is_told_on_stderr_with_its_failing_status(tmp_path, stdout, reason,
+                                                                                       action, told):
+    # Its status 1 and line said only that stdout could not be written: a script took the change for refused, where
+    # it was made.
+    with opened(tmp_path) as store:
+        store.create("Acme", "free", by="a test")
+    status, err = run_writing_to(stdout, tmp_path, action, "1", "--log-level", "WARNING")
+    assert status == 1 and len(err) == 1 and not any("Traceback" in line for line in err)
+    assert err[0].startswith(f"solarserv: error: {reason}, so this was not shown: Key 1 (tst_")
+    assert err[0].endswith(f", “Acme”) {told}.")
 
 
 def test_the_cli_refuses_a_data_dir_without_a_key_store_except_to_create_one(capsys, tmp_path):
