@@ -229,7 +229,9 @@ class ConsoleHandler(BaseHandler):
         elif isinstance(exception, KeyStoreUnusable):  # until the operator restores it: no Retry-After
             status_code = 503
             self.set_status(status_code)
-            message = f"{exception} Nothing was changed."
+            # Its file and SQLite's reason go to the log alone, as the API's 503 says: the page is also shown to a
+            # client with no session (the sessions are in the store), maybe remote.
+            message = "The key store cannot be read; the server has logged why for its operator. Nothing was changed."
         self.set_allow_header(status_code)
         # The error page shows no session; looking it up again could meet the busy store again.
         self.current_user = None
