@@ -25,6 +25,7 @@ import os
 import re
 import secrets
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
@@ -63,8 +64,8 @@ FORMS_KEPT_SECONDS = SESSION_DAYS * 24 * 3600
 # at most 4.2 ms in 1,200 `create`s measured (WAL, fsync on commit), so only a stuck writer is refused.
 WAIT_FOR_WRITER_SECONDS = 5.0
 SERVER_WAIT_FOR_WRITER_SECONDS = 0.1
-# Opening a store whose migrations are pending (a new data dir, an upgrade) takes the write lock, waiting up
-# to this long for it, in a server too: servers starting together on a new data dir queue there.
+# Opening a store whose migrations are pending (after an upgrade) takes the write lock, waiting up to this long
+# for it, in a server too: servers starting together on the upgraded store queue there.
 WAIT_FOR_MIGRATION_SECONDS = 5.0
 
 
@@ -231,23 +232,6 @@ def _migrations_unknown_here(db: sqlite_utils.Database) -> list[str]:
     return [migration.name for migration in migrations.applied(db) if migration.name not in known]
 
 
-def _refuse_if_emptied(path: Path) -> None:
-    """A store that exists and is empty is one emptied (a copy cut short by a full disk, `: > keys.db`), one made by
-    another program opening the path before any store was there (`sqlite3 keys.db .tables` makes an empty file), or
-    one another process has just made and is about to set up, which takes it milliseconds. SQLite would take the
-    emptied one for a new store: its keys would be gone without a word, every keyed request refused. So an
-    empty store is waited for as a migration is, and refused if it stays empty, in words for either of the others."""
-    deadline = time.monotonic() + WAIT_FOR_MIGRATION_SECONDS
-    with contextlib.suppress(OSError):  # a file that cannot be read, SQLite's open reports
-        while path.stat().st_size == 0:
-            if time.monotonic() > deadline:
-                raise KeyStoreUnusable(f"The key store {path} is an empty file, so it holds no keys: it was emptied "
-                                       "(a copy cut short), or made by another program opening it before any store "
-                                       "was there (sqlite3). Restore it from a backup if it held keys; else delete "
-                                       "it to start a new store.")
-            time.sleep(0.005)
-
-
 def _explained(method: Callable) -> Callable:
     """A KeyStore method whose SQLite failures are explained (_failures_explained)."""
 
@@ -261,11 +245,13 @@ def _explained(method: Callable) -> Callable:
 
 class KeyStore:
     def __init__(self, path: Path, clock: Callable[[], float] = time.time,
-                 wait_for_writer: float = WAIT_FOR_WRITER_SECONDS) -> None:
+                 wait_for_writer: float = WAIT_FOR_WRITER_SECONDS, *, file: Path | None = None) -> None:
+        """The store at ``path``, kept in ``file`` when it is not there yet: a new store set up beside it, which
+        its failures name as the store at ``path`` they are (see _put_new_store_at)."""
         self.path = path
         self._clock = clock
         with _failures_explained(path):  # a file that cannot be opened fails here
-            self._db = sqlite_utils.Database(path, execute_plugins=False)
+            self._db = sqlite_utils.Database(file or path, execute_plugins=False)
         try:
             self._wait_for_writer(WAIT_FOR_MIGRATION_SECONDS)
             self._set_up()
@@ -282,25 +268,52 @@ class KeyStore:
             reason = "it is not a directory" if isinstance(exc, FileExistsError) else exc.strerror
             raise KeyStoreUnusable(f"The key store cannot be kept in the data dir {data_dir}: {reason}.") from None
         path = cls.path_in(data_dir)
-        # Created readable by its owner alone: it holds the keys' digests and the console's sessions, and SQLite
-        # gives its -wal and -shm files the mode of the database. One that exists is left as it is; any other
-        # failure, SQLite's open reports below.
-        created = False
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            created = True
-        except FileExistsError:
-            _refuse_if_emptied(path)
+            size = path.stat().st_size
+        except FileNotFoundError:
+            cls._put_new_store_at(path)
         except OSError:
-            pass
+            pass  # a store that cannot be looked at, SQLite's open reports
+        else:
+            # A new store is put in place whole, so an empty one is never being set up: it was emptied (a copy cut
+            # short by a full disk, `: > keys.db`), or made by another program opening the path before any store was
+            # there (`sqlite3 keys.db .tables` makes an empty file). SQLite would take the emptied one for a new
+            # store: its keys would be gone without a word, every keyed request refused.
+            if size == 0:
+                raise KeyStoreUnusable(f"The key store {path} is an empty file, so it holds no keys: it was emptied (a "
+                                       "copy cut short), or made by another program opening it before any store was "
+                                       "there (sqlite3). Restore it from a backup if it held keys; else delete it to "
+                                       "start a new store.")
+        return cls(path, wait_for_writer=wait_for_writer)
+
+    @classmethod
+    def _put_new_store_at(cls, path: Path) -> None:
+        """A new store, set up whole in a file of its own beside ``path`` and put there, unless another process put
+        one there meanwhile: that one is used. So ``path`` is never a store being set up, and a start that fails or
+        is killed while setting one up (a full disk, a power loss) leaves none there; the file of its own, named
+        keys.db-new-…, is left only by one killed.
+
+        The file is readable by its owner alone: it holds the keys' digests and the console's sessions, and SQLite
+        gives the -wal and -shm files the mode of the database. Its WAL is checkpointed into it before it is put in
+        place, where its -wal file, named after it, would not be found."""
         try:
-            return cls(path, wait_for_writer=wait_for_writer)
-        except BaseException:
-            if created:  # a first start that failed (a full disk, Ctrl-C) leaves no empty store to pass for emptied
-                with contextlib.suppress(OSError):
-                    if path.stat().st_size == 0:
-                        path.unlink()
-            raise
+            handle, name = tempfile.mkstemp(prefix=f"{path.name}-new-", dir=path.parent)  # mode 0600
+        except OSError as exc:  # a data dir this user cannot write
+            raise KeyStoreUnusable(f"The key store {path} cannot be used: {exc.strerror}.") from None
+        os.close(handle)
+        new_store = Path(name)
+        try:
+            with contextlib.closing(cls(path, file=new_store)) as store:
+                store._checkpoint()
+            try:
+                os.link(new_store, path)  # fails where another process's store is, where a rename would replace it
+            except FileExistsError:
+                pass
+            except OSError as exc:  # a file system without hard links
+                raise KeyStoreUnusable(f"The key store {path} cannot be used: {exc.strerror}.") from None
+        finally:
+            for leftover in (new_store, *(Path(f"{new_store}{suffix}") for suffix in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
 
     @staticmethod
     def path_in(data_dir: Path) -> Path:
@@ -323,7 +336,7 @@ class KeyStore:
                                    "made by this one.")
         # Nearly every start finds the migrations applied: a read, which waits for no writer, so a store
         # opens while another process holds the write lock. Pending migrations take that lock: two
-        # processes starting together on a new data dir queue there, and the second finds them applied
+        # processes starting together after an upgrade queue there, and the second finds them applied
         # instead of racing to create the same table.
         if migrations.pending(self._db):
             with self._writing():
@@ -362,6 +375,11 @@ class KeyStore:
         except BaseException:
             self._db.rollback()
             raise
+
+    @_explained
+    def _checkpoint(self) -> None:
+        """Copy every write in the WAL into the database file, and empty the WAL."""
+        self._db.execute("pragma wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         self._db.close()

@@ -320,6 +320,36 @@ def test_processes_opening_a_new_store_together_do_not_race(tmp_path):
     assert errors == []
 
 
+def test_processes_opening_a_new_data_dir_together_use_one_store(tmp_path):
+    # Each sets up a store of its own and puts it in place unless another's is there: every one then uses the one
+    # that was put there first, and sees the keys the others create.
+    opened: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def open_and_create(data_dir: Path, index: int, together: threading.Barrier) -> None:
+        try:
+            together.wait()
+            with contextlib.closing(KeyStore.open(data_dir)) as store:
+                store.create(f"Key of {index}", "free", by="a test")
+                together.wait()
+                opened.setdefault(index, []).extend(key.label for key in store.all())
+        except BaseException as exc:  # collected, then reported by the assertion
+            errors.append(exc)
+            together.abort()
+
+    for round_number in range(50):
+        data_dir, together, opened = tmp_path / str(round_number), threading.Barrier(2), {}
+        threads = [threading.Thread(target=open_and_create, args=(data_dir, index, together)) for index in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert {index: sorted(labels) for index, labels in opened.items()} == {
+            0: ["Key of 0", "Key of 1"], 1: ["Key of 0", "Key of 1"]}
+        assert {path.name for path in data_dir.iterdir()} <= {"keys.db", "keys.db-wal", "keys.db-shm"}
+
+
 # Console sessions, kept in the store so that every server process on the data dir sees a logout.
 
 
@@ -733,11 +763,22 @@ def test_a_key_store_that_is_not_a_database_is_one_line_naming_it(capsys, tmp_pa
                    "database.\n")
 
 
+@pytest.fixture
+def no_waiting(monkeypatch):
+    """Any sleep fails the test: what it does, it does at once."""
+
+    def refused(seconds: float) -> None:
+        raise AssertionError(f"waited {seconds} s")
+
+    monkeypatch.setattr(time, "sleep", refused)
+
+
 @pytest.mark.parametrize("command", [["list"], ["create", "--label", "Acme", "--tier", "free"], ["deactivate", "1"]])
-def test_an_emptied_key_store_is_one_line_and_not_taken_for_a_new_one(capsys, tmp_path, monkeypatch, command):
+def test_an_emptied_key_store_is_one_line_and_not_taken_for_a_new_one(capsys, tmp_path, no_waiting, command):
     # SQLite takes an empty file for a new database: `list` said there were no keys yet, `create` issued key 1 in
-    # a new store, `deactivate` found no key, and a server started on it refused every key it had issued.
-    monkeypatch.setattr(keys_module, "WAIT_FOR_MIGRATION_SECONDS", SERVER_WAIT_FOR_WRITER_SECONDS)
+    # a new store, `deactivate` found no key, and a server started on it refused every key it had issued. A new store
+    # is put in place whole, so an empty one is never one being set up: refused at once, where each command waited
+    # 5 s in case another process was setting it up.
     (tmp_path / "keys.db").write_bytes(b"")
     status, out, err = run(capsys, tmp_path, *command)
     assert (status, out) == (1, "")
@@ -747,10 +788,9 @@ def test_an_emptied_key_store_is_one_line_and_not_taken_for_a_new_one(capsys, tm
     assert (tmp_path / "keys.db").stat().st_size == 0
 
 
-def test_an_empty_key_store_made_by_sqlite_opening_its_path_is_not_said_to_be_emptied(capsys, tmp_path, monkeypatch):
+def test_an_empty_key_store_made_by_sqlite_opening_its_path_is_not_said_to_be_emptied(capsys, tmp_path, no_waiting):
     # `sqlite3 DATA_DIR/keys.db .tables` before any server ran leaves an empty file: refused, as an emptied store is,
     # with a message that said the store was emptied and sent the operator to a backup of keys never issued.
-    monkeypatch.setattr(keys_module, "WAIT_FOR_MIGRATION_SECONDS", SERVER_WAIT_FOR_WRITER_SECONDS)
     with contextlib.closing(sqlite3.connect(tmp_path / "keys.db")) as looked_at:
         assert looked_at.execute("select name from sqlite_master").fetchall() == []
     status, out, err = run(capsys, tmp_path, "list")
@@ -765,15 +805,44 @@ def with_no_file_growing() -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def test_a_first_start_that_fails_to_set_up_the_store_leaves_no_empty_one(tmp_path):
+def create_key_arguments(data_dir: Path) -> list[str]:
+    return ["keys", "create", "--label", "Acme", "--tier", "free", "--data-dir", str(data_dir)]
+
+
+def creating_a_key(data_dir: Path, **options: Any) -> subprocess.CompletedProcess:
+    """`solarserv keys create` run as its own process."""
+    return subprocess.run([sys.executable, "-m", "solarserv", *create_key_arguments(data_dir)], capture_output=True,
+                          text=True, timeout=60, **options)
+
+
+def test_a_first_start_that_fails_to_set_up_the_store_leaves_no_store_and_no_file_of_its_own(tmp_path):
     # The empty keys.db it made was left behind, and the next start took it for one emptied.
-    command = [sys.executable, "-m", "solarserv", "keys", "create", "--label", "Acme", "--tier", "free",
-               "--data-dir", str(tmp_path)]
-    failed = subprocess.run(command, preexec_fn=with_no_file_growing, capture_output=True, text=True, timeout=60)
+    failed = creating_a_key(tmp_path, preexec_fn=with_no_file_growing)
     assert (failed.returncode, failed.stderr) == (
         1, f"solarserv: error: The key store {tmp_path / 'keys.db'} cannot be used: disk I/O error.\n")
+    assert list(tmp_path.iterdir()) == []
+    done = creating_a_key(tmp_path)
+    assert done.returncode == 0 and "note: created a new key store" in done.stderr
+
+
+def killed_at_its_first_write() -> None:
+    """In a child process before it runs: no file may grow, and no core be dumped."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def test_a_first_start_killed_while_setting_up_the_store_leaves_no_store(tmp_path):
+    # It left an empty keys.db, which every later start refused after waiting 5 s, telling the operator to delete it.
+    # Python ignores SIGXFSZ; given back its default, the first write that grows a file kills the process, as a SIGKILL
+    # or a power loss would at that point, with no chance to tidy up.
+    killed = subprocess.run(
+        [sys.executable, "-c", "import runpy, signal; signal.signal(signal.SIGXFSZ, signal.SIG_DFL); "
+         "runpy.run_module('solarserv', run_name='__main__', alter_sys=True)", *create_key_arguments(tmp_path)],
+        preexec_fn=killed_at_its_first_write, cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True, timeout=60)
+    assert killed.returncode == -signal.SIGXFSZ
     assert not (tmp_path / "keys.db").exists()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    done = creating_a_key(tmp_path)
     assert done.returncode == 0 and "note: created a new key store" in done.stderr
 
 
@@ -788,7 +857,7 @@ def test_a_data_dir_that_is_a_file_is_one_line(capsys, tmp_path):
 @pytest.mark.parametrize(("read_only", "mode", "command", "said"), [
     ("keys.db", 0o444, ["create", "--label", "Beta", "--tier", "free"], "attempt to write a readonly database"),
     ("keys.db", 0o444, ["deactivate", "1"], "attempt to write a readonly database"),
-    (".", 0o555, ["create", "--label", "Beta", "--tier", "free"], "unable to open database file"),  # none made there
+    (".", 0o555, ["create", "--label", "Beta", "--tier", "free"], "Permission denied"),  # none made there
 ], ids=["store-create", "store-deactivate", "data-dir-create"])
 def test_a_key_store_this_user_cannot_write_is_one_line_naming_it(tmp_path, read_only, mode, command, said):
     data_dir = tmp_path / "var"
