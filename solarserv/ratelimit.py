@@ -30,7 +30,7 @@ WINDOW_SECONDS = 60
 # What a process last learnt of Redis holds this long. While Redis is unreachable, one request per interval
 # tries it again and the others go straight to the in-process counters, so an outage costs one failed connect
 # per interval, not one per request; /healthz asks Redis only when nothing has within the interval, so a
-# storm of probes costs Redis one PING per interval.
+# storm of /healthz requests costs Redis one probe (a count, as a request makes) per interval.
 RECHECK_INTERVAL_SECONDS = 2.0
 # A healthy Redis answers in well under a millisecond; these bound what a hung one can cost a request.
 REDIS_CONNECT_TIMEOUT_SECONDS = 0.25
@@ -53,8 +53,8 @@ class Counters(Protocol):
     async def peek(self, names: Sequence[str], window: int) -> list[int]:
         """The counts in that window, counting nothing."""
 
-    async def ping(self) -> None:
-        """Return if the store answers; raise as ``increment`` would if it does not."""
+    async def probe(self) -> None:
+        """Return if the store would count a request; raise as ``increment`` would if it would not."""
 
     async def close(self) -> None:
         """Release connections."""
@@ -113,7 +113,7 @@ class MemoryCounters:
                 del self._minutes[old]
         return minute
 
-    async def ping(self) -> None:
+    async def probe(self) -> None:
         pass
 
     async def close(self) -> None:
@@ -158,8 +158,10 @@ class RedisCounters:
         values = await self._answer(self._client.mget([_redis_key(name, window) for name in names]))
         return [int(value or 0) for value in values]
 
-    async def ping(self) -> None:
-        await self._answer(self._client.ping())
+    async def probe(self) -> None:
+        # Counts as a request does, not a PING: a Redis that answers a PING can still refuse to count (a user
+        # whose access rules leave out the script or the keys, a read-only replica), and that is what matters.
+        await self.increment(_PROBE_NAME, _PROBE_WINDOW)
 
     @staticmethod
     async def _answer(exchange: Awaitable[Any]) -> Any:
@@ -190,6 +192,11 @@ class RedisCounters:
 _CONNECT_TIMED_OUT = "Timeout connecting to server"
 
 
+# What probes count: a name no client has (those are ip:… and key:…), in a minute no request falls in (1970's first).
+_PROBE_NAME = "probe"
+_PROBE_WINDOW = 0
+
+
 def _redis_key(name: str, window: int) -> str:
     return f"{REDIS_KEY_PREFIX}:{window}:{name}"
 
@@ -214,7 +221,7 @@ def redis_refusal(url: str) -> str | None:
     async def ask() -> str | None:
         counters = RedisCounters(url)
         try:
-            await counters.ping()
+            await counters.probe()
         except (redis.exceptions.RedisError, OSError) as exc:
             if _refuses(exc):
                 return f"Redis at {counters.where} refuses solarserv ({exc}): {_REFUSAL_REMEDY}"
@@ -309,7 +316,7 @@ class RateLimiter:
         /healthz, which so tells the truth while no API request comes in. Bounded by the client's timeouts."""
         if self._shared is not None and self._due_for_check():
             with self._learning_about_redis():
-                await self._shared.ping()
+                await self._shared.probe()
 
     def health(self) -> dict[str, Any]:
         if self._shared is None:

@@ -304,11 +304,7 @@ class CountingCounters(RedisCounters):
 
     async def increment(self, name: str, window: int) -> int:
         self.attempts += 1
-        return await super().increment(name, window)
-
-    async def ping(self) -> None:
-        self.attempts += 1
-        await super().ping()
+        return await super().increment(name, window)  # a probe too counts, on a name of its own
 
 
 async def test_an_unreachable_redis_is_tried_once_per_interval_not_per_request(clock):
@@ -381,6 +377,43 @@ async def test_a_redis_that_refuses_the_url_is_misconfigured_not_unreachable(ref
         f"Redis at {config.redis_url_shown(url)} refuses solarserv ({health['reason']}): a configuration error, "
         "not an outage; "
         "fix the password, user or database in REDIS_URL, or Redis's access rules.")
+
+
+@pytest.fixture(params=["a user whose keys are others", "a user who may not run scripts", "a read-only replica"])
+def answers_but_will_not_count(request, redis_with_a_password):
+    """(REDIS_URL, part of Redis's answer) for a Redis that answers a PING and refuses to count: each is a
+    mistake in the configuration an operator can make with a password that Redis accepts."""
+    if request.param == "a read-only replica":
+        with RedisServer() as replica:
+            with redis.Redis.from_url(replica.url) as client:
+                client.replicaof("127.0.0.1", unused_port())  # a replica refuses writes before any primary answers
+            yield replica.url, "READONLY"
+        return
+    user = f"test-{uuid.uuid4().hex[:8]}"
+    commands, keys = (["+@all"], ["cache:*"]) if request.param == "a user whose keys are others" else (
+        ["+ping", "+hello"], ["*"])
+    with redis.Redis.from_url(redis_with_a_password.url) as client:
+        client.acl_setuser(user, enabled=True, passwords=["+s3cret"], commands=commands, keys=keys)
+    yield f"redis://{user}:s3cret@127.0.0.1:{redis_with_a_password.port}/0", "no permissions"
+
+
+@pytest.mark.redis
+def test_serve_will_not_start_on_a_redis_that_answers_but_will_not_count(answers_but_will_not_count):
+    url, said = answers_but_will_not_count
+    assert said in ratelimit.redis_refusal(url)
+
+
+@pytest.mark.redis
+async def test_a_redis_that_answers_but_will_not_count_is_misconfigured_from_the_first_check(answers_but_will_not_count,
+                                                                                            clock):
+    url, said = answers_but_will_not_count
+    limiter = RateLimiter(RedisCounters(url), clock=clock, recheck_interval=0)
+    try:
+        for _ in range(2):  # a later check, as /healthz makes, finds it still refusing
+            await limiter.check_redis()
+            assert limiter.health()["redis"] == "misconfigured" and said in limiter.health()["reason"]
+    finally:
+        await limiter.close()
 
 
 @pytest.mark.redis
