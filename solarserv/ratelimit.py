@@ -208,9 +208,15 @@ _REFUSAL_REMEDY = "fix the password, user or database in REDIS_URL, or Redis's a
 def _refuses(exc: Exception) -> bool:
     """Whether Redis answered with a refusal: the password or user in REDIS_URL, a database it does not have,
     its access rules (NOPERM) or a read-only replica. Waiting does not mend these; changing the configuration
-    does. Anything else (no connection, a timeout, Redis still loading its data) is an outage."""
+    does. Anything else (no connection, a timeout, Redis still loading its data, Redis full) is an outage."""
     return isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError
-                      | redis.exceptions.ResponseError)
+                      | redis.exceptions.ResponseError) and not _full(exc)
+
+
+def _full(exc: Exception) -> bool:
+    """Whether Redis refused the count for want of memory: maxmemory reached, with the noeviction policy. Not
+    REDIS_URL's fault, and it may pass (keys expire), so an outage; Redis 6 wraps the OOM in the script's error."""
+    return isinstance(exc, redis.exceptions.OutOfMemoryError) or " -OOM " in str(exc)
 
 
 def redis_refusal(url: str) -> str | None:
@@ -288,7 +294,7 @@ class RateLimiter:
 
     @property
     def degraded(self) -> bool:
-        """Redis is configured but unreachable or refusing: counting in-process."""
+        """Redis is configured but unreachable, refusing or full: counting in-process."""
         return self._failure is not None
 
     async def hit(self, name: str, limit: int) -> Decision:
@@ -376,7 +382,7 @@ class RateLimiter:
 
     def _lost_redis(self, exc: Exception) -> None:
         self._next_check = time.monotonic() + self._recheck_interval
-        state = "misconfigured" if _refuses(exc) else "unreachable"
+        state = "full" if _full(exc) else "misconfigured" if _refuses(exc) else "unreachable"
         if self._failure is not None and self._failure.state == state:
             return  # said already
         if state == "misconfigured":
@@ -384,6 +390,10 @@ class RateLimiter:
                       "requests are counted in this process (each process enforces the limits on its own) and "
                       "Redis is asked again every %g s.", self._shared.where, exc, _REFUSAL_REMEDY,
                       self._recheck_interval)
+        elif state == "full":
+            log.warning("Redis at %s is full (%s): it stores no new count until it has memory again (its maxmemory "
+                        "is reached and its policy evicts nothing); counting requests in this process meanwhile, so "
+                        "each process enforces the limits on its own.", self._shared.where, exc)
         else:
             log.warning("Redis at %s is unreachable (%s): counting requests in this process until it "
                         "returns; meanwhile each process enforces the limits on its own.",
@@ -412,6 +422,6 @@ class _Minute:
 
 @dataclass(frozen=True)
 class _Failure:
-    state: str  # as /healthz says it: "unreachable" or "misconfigured"
+    state: str  # as /healthz says it: "unreachable", "misconfigured" or "full"
     reason: str  # Redis's or the connection's error
     since: float  # wall-clock time

@@ -417,6 +417,28 @@ async def test_a_redis_that_answers_but_will_not_count_is_misconfigured_from_the
 
 
 @pytest.mark.redis
+async def test_a_full_redis_is_full_not_misconfigured_and_serve_starts_on_it(clock, caplog):
+    with RedisServer() as server, redis.Redis.from_url(server.url) as client:
+        client.config_set("maxmemory", 1)  # reached at once; the policy is noeviction, Redis's default
+        assert await asyncio.to_thread(ratelimit.redis_refusal, server.url) is None  # not a mistake in REDIS_URL
+        limiter = RateLimiter(RedisCounters(server.url), clock=clock, recheck_interval=0)
+        try:
+            await limiter.check_redis()
+            assert [(await limiter.hit("client", 100)).count for _ in range(2)] == [1, 2]  # counted in this process
+            health = limiter.health()
+            assert health["store"] == "in-process" and health["redis"] == "full" and "OOM" in health["reason"]
+            assert "full_since" in health
+            client.config_set("maxmemory", 0)
+            await limiter.check_redis()
+            assert limiter.health()["redis"] == "in use"
+        finally:
+            await limiter.close()
+    logged = [record for record in caplog.records if record.name == "solarserv.ratelimit"]
+    assert [record.levelname for record in logged] == ["WARNING", "WARNING"]  # full once, then room again
+    assert logged[0].getMessage().startswith(f"Redis at {server.url} is full ({health['reason']}): ")
+
+
+@pytest.mark.redis
 async def test_redis_with_the_right_password_is_in_use(redis_with_a_password, clock):
     limiter = RateLimiter(RedisCounters(redis_with_a_password.url), clock=clock)
     try:
