@@ -151,6 +151,20 @@ def test_a_body_declared_too_large_is_refused_unread_on_every_path(live_server, 
         connection.close()
 
 
+def test_the_answer_to_a_body_declared_too_large_reaches_a_client_that_sends_it_all_before_reading(live_server):
+    # What a proxy does (nginx buffers the body, then sends it whole): closed with the body unread in its socket,
+    # the server's kernel reset the connection, and the 413 was lost with it (nginx answered 502).
+    host, port = urlsplit(live_server).hostname, urlsplit(live_server).port
+    body = b"x" * 20_000_000  # more than both sockets' buffers hold
+    with socket.create_connection((host, port), timeout=30) as client:
+        client.sendall(b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nContent-Length: %d\r\n\r\n"
+                       % len(body) + body)
+        response = http.client.HTTPResponse(client)
+        response.begin()
+        assert response.status == 413 and response.getheader("Connection") == "close"
+        assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
+
+
 @pytest.mark.parametrize("path", EVERY_KIND_OF_PATH)
 def test_a_chunked_body_over_16_kib_is_refused_and_the_connection_kept(live_server, path):
     connection = http.client.HTTPConnection(urlsplit(live_server).netloc, timeout=30)

@@ -10,6 +10,7 @@ BaseHandler → ApiHandler (JSON, error envelope, identity and rate limits in ``
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from solarserv.errors import ApiError, malformed
 from solarserv.keys import KeyStoreBusy, KeyStoreUnusable, without_keys
 from solarserv.text import TARGET_SHOWN, escaped, in_words, shortened
 from solarserv.web import access
+from solarserv.web.body import drain_after_answer
 from solarserv.web.logs import as_sent, request_summary
 
 log = logging.getLogger("solarserv.web")
@@ -57,10 +59,12 @@ class BaseHandler(tornado.web.RequestHandler):
             raise refusal
 
     def finish(self, chunk: Any = None) -> Any:
-        if self.request.body_reader.left_unread:
-            # Tornado closes the connection after this answer rather than read the body: say so (RFC 9112 §9.6).
-            self.set_header("Connection", "close")
-        return super().finish(chunk)
+        connection = self.request.connection.stream.socket  # None once the client has gone
+        if not self.request.body_reader.left_unread or connection is None:
+            return super().finish(chunk)
+        # Tornado closes the connection after this answer rather than read the body: say so (RFC 9112 §9.6).
+        self.set_header("Connection", "close")
+        return drain_after_answer(connection, functools.partial(super().finish, chunk))
 
     def head(self, *args: str) -> Any:
         """HEAD is GET without the body (RFC 9110 §9.3.2): Tornado routes it to ``head``, which answers 405

@@ -10,7 +10,9 @@ API counts every request and answers 429 before anything else).
 A refused body is read on to its end and dropped, so that the answer leaves a keep-alive connection open for the
 next request. Two are refused at once, before their body is read, and that answer says ``Connection: close``, as
 Tornado then closes the connection rather than read on: a body declared (Content-Length) over the limit, which would
-be read for nothing, and a body sent in chunks that is still arriving after MAX_DRAINED_BYTES.
+be read for nothing, and a body sent in chunks that is still arriving after MAX_DRAINED_BYTES. Such a connection is
+not closed outright (see drain_after_answer): with the body's rest in its socket, the kernel would reset it, and a
+client still sending, as a proxy sends a body it has buffered, lost the answer.
 
 Every handler is declared to stream its body (``BaseHandler``) only so that the reader decides when it starts:
 Tornado starts a streaming handler when told that the headers are in, and waits for its ``prepare`` to return. The
@@ -21,15 +23,22 @@ Tornado does for a handler that does not stream.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import asyncio
+import os
+import socket
+from collections.abc import Awaitable, Callable
 
 import tornado.httputil
+import tornado.ioloop
 
 from solarserv.errors import ApiError, malformed
 from solarserv.text import shortened
 
 MAX_BODY_BYTES = 16 * 1024
 MAX_DRAINED_BYTES = 1024 * 1024
+# How long a connection closed with its body unread is read on, and dropped, after its answer (nginx's
+# lingering_timeout).
+LINGER_SECONDS = 5.0
 
 
 class BodyReader(tornado.httputil.HTTPMessageDelegate):
@@ -110,6 +119,45 @@ class BodyReader(tornado.httputil.HTTPMessageDelegate):
         for name, values in request.body_arguments.items():
             request.arguments.setdefault(name, []).extend(values)
         return None
+
+
+def drain_after_answer(connection: socket.socket,
+                       answer: Callable[[], asyncio.Future[None]]) -> asyncio.Future[None]:
+    """``answer()``, then, once it is written, half-close ``connection`` and read on, dropping what comes, until the
+    client closes or LINGER_SECONDS have passed (RFC 9112 §9.6): closed with unread data, its kernel sends a reset,
+    which can overtake the answer. A duplicate of the socket keeps it open when Tornado closes its own."""
+    lingering = socket.socket(fileno=os.dup(connection.fileno()))
+    loop = tornado.ioloop.IOLoop.current()
+
+    def close() -> None:
+        loop.remove_timeout(deadline)
+        if lingering.fileno() != -1:
+            loop.remove_handler(lingering)
+            lingering.close()
+
+    def drain(fd: object, events: int) -> None:
+        try:
+            if lingering.recv(65536):
+                return
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        close()
+
+    def begin(_: asyncio.Future[None]) -> None:
+        try:
+            lingering.shutdown(socket.SHUT_WR)
+        except OSError:  # the client has gone already
+            close()
+            return
+        lingering.setblocking(False)
+        loop.add_handler(lingering, drain, tornado.ioloop.IOLoop.READ)
+
+    deadline = loop.call_later(LINGER_SECONDS, close)
+    written = answer()
+    written.add_done_callback(begin)
+    return written
 
 
 def _unsupported_encoding(request: tornado.httputil.HTTPServerRequest) -> ApiError | None:
