@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from solarserv.pipeline import Pipeline
 from solarserv.text import has_hidden_characters
+from solarserv.web import body
 from solarserv.web.app import Services, make_app
 from solarserv.web.body import MAX_BODY_BYTES, MAX_DRAINED_BYTES
 
@@ -163,6 +164,25 @@ def test_the_answer_to_a_body_declared_too_large_reaches_a_client_that_sends_it_
         response.begin()
         assert response.status == 413 and response.getheader("Connection") == "close"
         assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
+
+
+def test_connections_read_on_after_a_413_are_bounded_in_number(live_server, monkeypatch):
+    # Each holds a descriptor of its own that the connection limit does not count: a flood of declared-too-large
+    # bodies, each client holding its connection open, would hold as many.
+    monkeypatch.setattr(body, "MAX_LINGERING", 2)
+    host, port = urlsplit(live_server).hostname, urlsplit(live_server).port
+    clients = [socket.create_connection((host, port), timeout=30) for _ in range(4)]
+    try:
+        for client in clients:
+            client.sendall(b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nContent-Length: 99999\r\n\r\n")
+            response = http.client.HTTPResponse(client)
+            response.begin()
+            assert response.status == 413
+            response.read()
+        assert len(body._lingering) == 2  # the other two were answered and closed outright
+    finally:
+        for client in clients:
+            client.close()
 
 
 @pytest.mark.parametrize("path", EVERY_KIND_OF_PATH)

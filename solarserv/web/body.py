@@ -39,6 +39,10 @@ MAX_DRAINED_BYTES = 1024 * 1024
 # How long a connection closed with its body unread is read on, and dropped, after its answer (nginx's
 # lingering_timeout).
 LINGER_SECONDS = 5.0
+# How many such connections a process reads on at once: each holds a descriptor of its own, which the connection
+# limit does not count, so a flood of oversized bodies gets its answers closed outright past these.
+MAX_LINGERING = 256
+_lingering: set[socket.socket] = set()
 
 
 class BodyReader(tornado.httputil.HTTPMessageDelegate):
@@ -125,12 +129,20 @@ def drain_after_answer(connection: socket.socket,
                        answer: Callable[[], asyncio.Future[None]]) -> asyncio.Future[None]:
     """``answer()``, then, once it is written, half-close ``connection`` and read on, dropping what comes, until the
     client closes or LINGER_SECONDS have passed (RFC 9112 §9.6): closed with unread data, its kernel sends a reset,
-    which can overtake the answer. A duplicate of the socket keeps it open when Tornado closes its own."""
-    lingering = socket.socket(fileno=os.dup(connection.fileno()))
+    which can overtake the answer. A duplicate of the socket keeps it open when Tornado closes its own; with
+    MAX_LINGERING read on already, or no descriptor left for it, the answer is only written."""
+    if len(_lingering) >= MAX_LINGERING:
+        return answer()
+    try:
+        lingering = socket.socket(fileno=os.dup(connection.fileno()))
+    except OSError:  # no descriptor left (EMFILE)
+        return answer()
+    _lingering.add(lingering)
     loop = tornado.ioloop.IOLoop.current()
 
     def close() -> None:
         loop.remove_timeout(deadline)
+        _lingering.discard(lingering)
         if lingering.fileno() != -1:
             loop.remove_handler(lingering)
             lingering.close()
