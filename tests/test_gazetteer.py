@@ -848,6 +848,18 @@ def test_the_build_command_refuses_a_data_dir_it_cannot_write_in_one_line(tmp_pa
                               "directory\n")
 
 
+def the_index_builder() -> psutil.Process:
+    """The child process building the index, once it has been exec'd: found by its command line, which is the
+    builder's only then. A signal caught between the fork and the exec is lost with the forked copy of this process,
+    and the build went on (a 409, not a 503)."""
+    deadline = time.monotonic() + 60
+    while not (builders := [child for child in psutil.Process().children()
+                            if "solarserv.geo.gazetteer" in _command_line(child)]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    [builder] = builders
+    return builder
+
+
 def _command_line(process):
     try:
         return " ".join(process.cmdline())
@@ -860,14 +872,7 @@ def test_an_index_build_stopped_with_the_server_is_a_warning_naming_the_signal_n
     # A server stopped while it built its index logged "building the gazetteer index failed: its exit status was
     # 143" at ERROR: its stop reaches the builder too.
     geocoder = OfflineGeocoder(tmp_path)
-    deadline = time.monotonic() + 60
-    # Found by its command line, which is the builder's only once it has been exec'd: a signal caught between the
-    # fork and the exec is lost with the forked copy of this process, and the build went on (a 409, not a 503).
-    while not (builders := [child for child in psutil.Process().children()
-                            if "solarserv.geo.gazetteer" in _command_line(child)]) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    [builder] = builders
-    builder.send_signal(stop)
+    the_index_builder().send_signal(stop)
     assert refusal(geocoder, "Paris").code == "GEOCODER_UNAVAILABLE"
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
     assert f"building the gazetteer index was stopped by {stop.name}" in caplog.text
@@ -881,11 +886,7 @@ def test_an_index_build_stopped_while_its_python_starts_is_a_warning_too(tmp_pat
     (slow_start / "sitecustomize.py").write_text("import time\ntime.sleep(60)\n")  # imported by site, at start-up
     monkeypatch.syspath_prepend(str(slow_start))  # the builder is given this process's path
     geocoder = OfflineGeocoder(tmp_path)
-    deadline = time.monotonic() + 60
-    while not (builders := [child for child in psutil.Process().children()
-                            if "solarserv.geo.gazetteer" in _command_line(child)]) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    [builder] = builders
+    builder = the_index_builder()
     time.sleep(0.5)  # into its sitecustomize; a stop sent sooner finds Python starting all the same
     builder.send_signal(signal.SIGINT)
     assert refusal(geocoder, "Paris").code == "GEOCODER_UNAVAILABLE"
