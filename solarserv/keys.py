@@ -210,6 +210,15 @@ def record_when_console_forms_were_sent(db: sqlite_utils.Database) -> None:
     db.execute("update console_forms set sent = ?", [time.time()])
 
 
+def _sync_directory(directory: Path) -> None:
+    """Write ``directory``'s entries to disk: a name just linked into it survives a power loss only then."""
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 @contextlib.contextmanager
 def _failures_explained(path: Path) -> Iterator[None]:
     """SQLite's failures that an operator acts on, as this module's: "database is locked", after the store's
@@ -311,6 +320,8 @@ class KeyStore:
                 pass
             except OSError as exc:  # a file system without hard links
                 raise KeyStoreUnusable(f"The key store {path} cannot be used: {exc.strerror}.") from None
+            else:
+                _sync_directory(path.parent)
         finally:
             for leftover in (new_store, *(Path(f"{new_store}{suffix}") for suffix in ("-wal", "-shm"))):
                 leftover.unlink(missing_ok=True)

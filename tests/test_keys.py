@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import resource
+import shutil
 import signal
 import sqlite3
 import stat
@@ -289,6 +290,19 @@ def test_a_new_store_is_readable_by_its_owner_alone_and_an_existing_one_keeps_it
     (tmp_path / "old" / "keys.db").chmod(0o640)
     KeyStore.open(tmp_path / "old").close()
     assert stat.S_IMODE((tmp_path / "old" / "keys.db").stat().st_mode) == 0o640
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_new_store_is_linked_into_the_data_dir_and_then_the_data_dir_is_synced(tmp_path):
+    # The link's new name survives a power loss only once the directory holding it is on disk: strace shows the
+    # calls a real process opening a new data dir makes (-y names each descriptor's file).
+    data_dir, trace = tmp_path / "data", tmp_path / "trace"
+    opening = "import sys, pathlib, solarserv.keys; solarserv.keys.KeyStore.open(pathlib.Path(sys.argv[1])).close()"
+    subprocess.run(["strace", "-qq", "-y", "-e", "trace=link,linkat,fsync", "-o", str(trace),
+                    sys.executable, "-c", opening, str(data_dir)], check=True)
+    where = re.escape(str(data_dir))
+    linked_then_synced = rf'link(at)?\(.*"{where}/keys\.db"\) = 0\n(.*\n)*fsync\(\d+<{where}>\) = 0'
+    assert re.search(linked_then_synced, trace.read_text()), trace.read_text()
 
 
 def test_a_store_that_cannot_be_in_wal_mode_is_refused(connections):
