@@ -155,6 +155,19 @@ async def test_a_key_in_two_x_api_key_headers_is_one_key_and_two_keys_are_told_a
                                                                            "keys; send the one key to use."}
 
 
+@pytest.mark.parametrize("overrides", [{"api_key_required": True}])
+@pytest.mark.parametrize("around", ["\xa0", "\x85"])
+async def test_a_valid_key_with_characters_around_it_other_than_spaces_and_tabs_is_invalid(api, keys, overrides,
+                                                                                           around):
+    # Only SP and HTAB around a header's value are not part of it (RFC 9110 OWS); str.strip took these too.
+    key = key_for(keys, "valid")
+    reply = await api(PARIS_GET, headers={"X-API-Key": f"{around}{key}{around}"})
+    assert reply.status == 401 and reply.headers["X-API-Key-Status"] == "invalid"
+    assert reply.json()["error"]["code"] == "INVALID_API_KEY"
+    reply = await api(PARIS_GET, headers={"X-API-Key": f" \t{key}\t "})
+    assert reply.status == 200 and limits(reply)[:2] == (10, 9), reply.body
+
+
 async def test_anonymous_clients_get_anon_rpm_then_429_until_the_minute_turns(api, clock):
     replies = [await api(PARIS_GET) for _ in range(ANON_RPM + 1)]
     assert [reply.status for reply in replies] == [200, 200, 200, 429]

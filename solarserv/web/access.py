@@ -62,8 +62,9 @@ class Admission:
 async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> Admission:
     settings = services.settings
     # One key however many X-API-Key headers repeat it (Tornado would join them with commas); different keys in
-    # them are no key: the client is told so.
-    sent = {value.strip() for value in request.headers.get_list(API_KEY_HEADER)} - {""}
+    # them are no key: the client is told so. Tornado has trimmed each value of its SP and HTAB (RFC 9110 OWS); any
+    # other character around a key (str.strip's \xa0, \x85) is part of the key as sent, which is then invalid.
+    sent = set(request.headers.get_list(API_KEY_HEADER)) - {""}
     supplied = next(iter(sent)) if len(sent) == 1 else ""
     # The answer when the key could not be looked up: the key stays unknown, so the request is counted per client
     # IP, and the key is not called invalid. Either is one log line, not a traceback.
