@@ -201,8 +201,11 @@ def _redis_key(name: str, window: int) -> str:
     return f"{REDIS_KEY_PREFIX}:{window}:{name}"
 
 
-# What to change when Redis refuses: the log line, and `solarserv serve`'s refusal to start, end with it.
-_REFUSAL_REMEDY = "fix the password, user or database in REDIS_URL, or Redis's access rules"
+def _refusal_remedy(exc: Exception) -> str:
+    """What to change when Redis refuses: the log line, and `solarserv serve`'s refusal to start, end with it."""
+    if _read_only(exc):
+        return "point REDIS_URL at the primary, which takes writes: this Redis is a read-only replica"
+    return "fix the password, user or database in REDIS_URL, or Redis's access rules"
 
 
 def _refuses(exc: Exception) -> bool:
@@ -211,6 +214,12 @@ def _refuses(exc: Exception) -> bool:
     does. Anything else (no connection, a timeout, Redis still loading its data, Redis full) is an outage."""
     return isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError
                       | redis.exceptions.ResponseError) and not _full(exc)
+
+
+def _read_only(exc: Exception) -> bool:
+    """Whether Redis refused the count as a replica, which takes no writes; Redis 6 wraps the READONLY in the
+    script's error."""
+    return isinstance(exc, redis.exceptions.ReadOnlyError) or " -READONLY " in str(exc)
 
 
 def _full(exc: Exception) -> bool:
@@ -230,7 +239,7 @@ def redis_refusal(url: str) -> str | None:
             await counters.probe()
         except (redis.exceptions.RedisError, OSError) as exc:
             if _refuses(exc):
-                return f"Redis at {counters.where} refuses solarserv ({exc}): {_REFUSAL_REMEDY}"
+                return f"Redis at {counters.where} refuses solarserv ({exc}): {_refusal_remedy(exc)}"
         finally:
             await counters.close()
         return None
@@ -388,7 +397,7 @@ class RateLimiter:
         if state == "misconfigured":
             log.error("Redis at %s refuses solarserv (%s): a configuration error, not an outage; %s. Meanwhile "
                       "requests are counted in this process (each process enforces the limits on its own) and "
-                      "Redis is asked again every %g s.", self._shared.where, exc, _REFUSAL_REMEDY,
+                      "Redis is asked again every %g s.", self._shared.where, exc, _refusal_remedy(exc),
                       self._recheck_interval)
         elif state == "full":
             log.warning("Redis at %s is full (%s): it stores no new count until it has memory again (its maxmemory "

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import socket
 import uuid
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -379,15 +380,22 @@ async def test_a_redis_that_refuses_the_url_is_misconfigured_not_unreachable(ref
         "fix the password, user or database in REDIS_URL, or Redis's access rules.")
 
 
+@contextlib.contextmanager
+def read_only_replica() -> Iterator[str]:
+    """The URL of a Redis that is a replica, which refuses writes before any primary answers."""
+    with RedisServer() as replica:
+        with redis.Redis.from_url(replica.url) as client:
+            client.replicaof("127.0.0.1", unused_port())
+        yield replica.url
+
+
 @pytest.fixture(params=["a user whose keys are others", "a user who may not run scripts", "a read-only replica"])
 def answers_but_will_not_count(request, redis_with_a_password):
     """(REDIS_URL, part of Redis's answer) for a Redis that answers a PING and refuses to count: each is a
     mistake in the configuration an operator can make with a password that Redis accepts."""
     if request.param == "a read-only replica":
-        with RedisServer() as replica:
-            with redis.Redis.from_url(replica.url) as client:
-                client.replicaof("127.0.0.1", unused_port())  # a replica refuses writes before any primary answers
-            yield replica.url, "READONLY"
+        with read_only_replica() as url:
+            yield url, "READONLY"
         return
     user = f"test-{uuid.uuid4().hex[:8]}"
     commands, keys = (["+@all"], ["cache:*"]) if request.param == "a user whose keys are others" else (
@@ -414,6 +422,32 @@ async def test_a_redis_that_answers_but_will_not_count_is_misconfigured_from_the
             assert limiter.health()["redis"] == "misconfigured" and said in limiter.health()["reason"]
     finally:
         await limiter.close()
+
+
+REPLICA_ADVICE = "point REDIS_URL at the primary, which takes writes: this Redis is a read-only replica"
+
+
+@pytest.fixture
+def replica_url() -> Iterator[str]:
+    with read_only_replica() as url:
+        yield url
+
+
+@pytest.mark.redis
+def test_serve_refusing_a_read_only_replica_says_to_point_redis_url_at_the_primary(replica_url):
+    assert ratelimit.redis_refusal(replica_url).endswith(f"): {REPLICA_ADVICE}")
+
+
+@pytest.mark.redis
+async def test_a_server_finding_a_read_only_replica_logs_to_point_redis_url_at_the_primary(replica_url, clock,
+                                                                                          caplog):
+    limiter = RateLimiter(RedisCounters(replica_url), clock=clock, recheck_interval=0)
+    try:
+        await limiter.check_redis()
+    finally:
+        await limiter.close()
+    logged = [record.getMessage() for record in caplog.records if record.name == "solarserv.ratelimit"]
+    assert len(logged) == 1 and f"; {REPLICA_ADVICE}. Meanwhile" in logged[0]
 
 
 @pytest.mark.redis
