@@ -127,14 +127,20 @@ def _redis_url(text: str) -> str:
     return text
 
 
+# A scheme and the slashes after it, its ":" left out or misplaced. A "/" cannot be in a user or password (it would
+# end the host), so this is never one; without a "/", "redis:pw@host" cannot be told from "user:pw@host".
+_SCHEME_WITHOUT_ITS_SEPARATOR = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:?/+")
+
+
 def redis_url_shown(url: str) -> str:
     """A Redis URL as logs, /healthz and settings errors show it: without its user and password (before the last
     "@") and, of its query, only the database (a query may hold a password). Works on URLs too malformed to parse,
     which are the ones a settings error echoes. A socket's database is kept: unix:// URLs can only give it as
     ``?db=`` (``_redis_url`` refuses one elsewhere)."""
     scheme, separator, rest = url.partition("://")
-    if not separator:  # no scheme, which is refused: "user:password@host" is all rest
-        scheme, rest = "", url
+    if not separator:  # refused: a scheme whose "://" is mistyped ("redis//", "redis:/"), shown as written, or none
+        scheme = mistyped.group() if (mistyped := _SCHEME_WITHOUT_ITS_SEPARATOR.match(url)) else ""
+        rest = url[len(scheme):]
     location, _, query = rest.rpartition("@")[2].partition("?")
     database = parse_qs(query).get("db", [None])[0]
     return f"{scheme}{separator}{location}{f'?db={database}' if database else ''}"

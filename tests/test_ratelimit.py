@@ -595,6 +595,11 @@ SLASH = "a '/' in the user or password must be written %2F (it ended the host ea
     ("redis://user:s3@cret@127.0.0.1:6379/abc", "redis://127.0.0.1:6379/abc",
      "the database (the URL's path) must be a number, got '/abc'"),
     ("user:s3cret@127.0.0.1:6379", "127.0.0.1:6379", SCHEME),
+    # A mistyped scheme is shown as written: shown as the host alone, a URL missing its "://" looked right.
+    ("redis//:s3cret@127.0.0.1:6379/0", "redis//127.0.0.1:6379/0", SCHEME),
+    ("redis:/user:s3cret@127.0.0.1:6379/0", "redis:/127.0.0.1:6379/0", SCHEME),
+    ("reddis//user:s3cret@127.0.0.1:6379/0", "reddis//127.0.0.1:6379/0", SCHEME),
+    ("reddis://:s3cret@127.0.0.1:6379/0", "reddis://127.0.0.1:6379/0", SCHEME),
     ("unix:///run/redis.sock?password=s3cret&db=two", "unix:///run/redis.sock?db=two",
      "?db= must be a database number, got 'two'"),
     # A "/" in the password: what comes before it reads as the host and port, the rest as the database.
