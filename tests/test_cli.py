@@ -600,3 +600,21 @@ def test_stdout_discarded_sends_its_writes_nowhere_and_keeps_no_second_descripto
         stdout.write("gone\n")
         stdout.flush()
     assert (tmp_path / "stdout.txt").read_text() == ""
+
+
+@pytest.mark.parametrize(("given", "threads"), [(None, 1), ("2", 2)])
+def test_the_command_loads_numpy_with_one_blas_thread_unless_the_operator_sets_it(given, threads):
+    # OpenBLAS's second thread spun a core while a year of the chart was computed, and shortened nothing (README).
+    environment = {name: value for name, value in os.environ.items() if name != "OPENBLAS_NUM_THREADS"}
+    if given:
+        environment["OPENBLAS_NUM_THREADS"] = given
+    # The command's entry point, then numpy as the commands load it; the process's threads counted by Linux.
+    script = ("import contextlib, os, sys\n"
+              "sys.argv = ['solarserv', '--version']\n"
+              "import solarserv.__main__\n"
+              "with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):\n"
+              "    solarserv.__main__.main()\n"
+              "import numpy\n"
+              "print(len(os.listdir('/proc/self/task')))\n")
+    ran = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=60)
+    assert (ran.returncode, ran.stdout) == (0, f"{threads}\n"), ran.stderr
