@@ -101,9 +101,14 @@ async def admit(request: tornado.httputil.HTTPServerRequest, services: Any) -> A
 def key_in_url(request: tornado.httputil.HTTPServerRequest) -> bool:
     """Whether the query string holds an API key: a parameter named for one (``api_key``, ``X-API-Key``, in any
     case) or a value with the keys' prefix."""
-    return any(name.lower().replace("-", "_") in KEY_PARAMETERS
-               or any(value.startswith(KEY_PREFIX.encode()) for value in values)
-               for name, values in request.query_arguments.items())
+    return bool(parameter_names(request) & KEY_PARAMETERS) or any(
+        value.startswith(KEY_PREFIX.encode()) for values in request.query_arguments.values() for value in values)
+
+
+def parameter_names(request: tornado.httputil.HTTPServerRequest) -> set[str]:
+    """The query's parameter names as they are compared with KEY_PARAMETERS: in lower case, "_" for "-"
+    (``X-API-Key`` is ``x_api_key``)."""
+    return {name.lower().replace("-", "_") for name in request.query_arguments}
 
 
 def key_counter(key: ApiKey) -> str:

@@ -19,7 +19,7 @@ access_log = logging.getLogger("tornado.access")
 # names a request there with its query (request_summary).
 CONSOLE_PATH = "/console"
 
-# Query parameters whose value may be a secret (request_summary), as written with "_" for "-" in lower case.
+# Query parameters whose value may be a secret (request_summary), as access.parameter_names writes them.
 _SECRET_PARAMETERS = access.KEY_PARAMETERS | {"token"}
 
 
@@ -42,7 +42,7 @@ def request_summary(handler: tornado.web.RequestHandler) -> str:
     with TRUST_PROXY, the one the proxy reports, not the proxy's."""
     request = handler.request
     holds_secret = (request.path.lower().startswith(CONSOLE_PATH) or KEY_PREFIX in request.query
-                    or any(name.lower().replace("-", "_") in _SECRET_PARAMETERS for name in request.query_arguments))
+                    or bool(access.parameter_names(request) & _SECRET_PARAMETERS))
     target = as_sent(request.path if holds_secret else request.uri)
     return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({client_shown(handler)})"
 
