@@ -43,6 +43,7 @@ from solarserv.timefmt import (
     MONTH_NAMES,
     format_offset,
     rounded_figure,
+    shown_minutes,
     whole_seconds,
 )
 
@@ -129,12 +130,10 @@ def zone_abbreviation(value: str | None) -> str:
 
 def shown_date(instant: dt.datetime) -> dt.date:
     """The date of the minute ``hm`` shows: 23:59:40 shows as 00:00 of the next day."""
-    # Only 23:59 can round into the next day, so no rounded date-time is built: a datetime's replace() costs more
-    # than the rest of this, and an answer shows about six dates of events.
+    # From the minute hm shows, not from a rounded date-time: a datetime's replace() costs more than the rest of
+    # this, and an answer shows about six dates of events.
     day = instant.date()
-    if instant.hour == 23 and instant.minute == 59 and instant.second + (instant.microsecond >= 500_000) >= 30:
-        return day + _ONE_DAY
-    return day
+    return day + _ONE_DAY if shown_minutes(instant) == 1440 else day
 
 
 def hm_on(instant: dt.datetime, day: dt.date) -> str:

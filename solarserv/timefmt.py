@@ -119,8 +119,13 @@ def format_hms(value: dt.datetime | dt.time | float) -> str:
 def format_hm(value: dt.datetime | dt.time | float) -> str:
     """HH:MM to the nearest minute of the reading to the second that the JSON shows (13:04:29.6, shown
     13:04:30, → "13:05")."""
-    minutes = (math.floor(seconds_since_midnight(value) + 0.5) + 30) // 60 % 1440
+    minutes = shown_minutes(value) % 1440
     return f"{_TWO_DIGITS[minutes // 60]}:{_TWO_DIGITS[minutes % 60]}"
+
+
+def shown_minutes(value: dt.datetime | dt.time | float) -> int:
+    """The minutes since midnight that format_hm shows: 1440 where it rounds into the next day's 00:00."""
+    return (math.floor(seconds_since_midnight(value) + 0.5) + 30) // 60
 
 
 def format_clock(value: dt.datetime | dt.time | float) -> str:
