@@ -217,15 +217,20 @@ def _refuses(exc: Exception) -> bool:
 
 
 def _read_only(exc: Exception) -> bool:
-    """Whether Redis refused the count as a replica, which takes no writes; Redis 6 wraps the READONLY in the
-    script's error."""
-    return isinstance(exc, redis.exceptions.ReadOnlyError) or " -READONLY " in str(exc)
+    """Whether Redis refused the count as a replica, which takes no writes."""
+    return _redis_answered(exc, redis.exceptions.ReadOnlyError, "READONLY")
 
 
 def _full(exc: Exception) -> bool:
     """Whether Redis refused the count for want of memory: maxmemory reached, with the noeviction policy. Not
-    REDIS_URL's fault, and it may pass (keys expire), so an outage; Redis 6 wraps the OOM in the script's error."""
-    return isinstance(exc, redis.exceptions.OutOfMemoryError) or " -OOM " in str(exc)
+    REDIS_URL's fault, and it may pass (keys expire), so an outage."""
+    return _redis_answered(exc, redis.exceptions.OutOfMemoryError, "OOM")
+
+
+def _redis_answered(exc: Exception, kind: type[Exception], code: str) -> bool:
+    """Whether ``exc`` is Redis's error ``code``, which redis-py raises as ``kind``: Redis 6 wraps it in the
+    script's error, where redis-py sees only a ResponseError holding " -CODE "."""
+    return isinstance(exc, kind) or f" -{code} " in str(exc)
 
 
 def redis_refusal(url: str) -> str | None:
