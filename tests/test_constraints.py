@@ -1,0 +1,47 @@
+"""constraints.txt pins every release solarserv and its test and benchmark extras need, and the suite runs on
+those releases: a fresh clone installs through scripts/_bootstrap what the suite last passed with."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pins() -> dict[str, str]:
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    pairs = [line.split("==") for line in lines if line and not line.startswith("#")]
+    assert all(len(pair) == 2 for pair in pairs), "every line of constraints.txt is NAME==VERSION or a comment"
+    return {canonicalize_name(name): version for name, version in pairs}
+
+
+def needed(name: str, extras: frozenset[str] = frozenset(), seen: dict[str, set[str]] | None = None) -> set[str]:
+    """Every distribution installing ``name[extras]`` brings, by the installed distributions' metadata."""
+    seen = {} if seen is None else seen
+    key = canonicalize_name(name)
+    if key in seen and extras <= seen[key]:
+        return set(seen)
+    seen.setdefault(key, set()).update(extras)
+    for line in metadata.distribution(name).requires or []:
+        requirement = Requirement(line)
+        environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
+        if requirement.marker is None or any(requirement.marker.evaluate(env) for env in environments):
+            needed(requirement.name, frozenset(requirement.extras), seen)
+    return set(seen)
+
+
+def test_constraints_pin_every_release_solarserv_and_its_extras_install():
+    unpinned = needed("solarserv", frozenset({"test", "bench"})) - {"solarserv"} - set(pins())
+    assert not unpinned, f"constraints.txt pins no release of {sorted(unpinned)}: run scripts/update-constraints"
+
+
+def test_the_suite_runs_on_the_pinned_releases():
+    pinned = pins()
+    installed = {canonicalize_name(dist.metadata["Name"]): dist.version for dist in metadata.distributions()}
+    differ = {name: (installed[name], pinned[name]) for name in needed("solarserv", frozenset({"test"}))
+              if name in pinned and installed[name] != pinned[name]}
+    assert not differ, f"installed, pinned: {differ}; scripts/test installs the pins into .venv"
