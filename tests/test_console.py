@@ -419,6 +419,21 @@ async def test_the_session_cookie_holds_nothing_to_test_admin_token_guesses_on(b
     assert signed and hashlib.sha256(ADMIN_TOKEN.encode()).hexdigest()[:32].encode() not in signed
 
 
+@pytest.mark.parametrize("cookie", [SESSION_COOKIE, NEW_KEY_COOKIE, "solarserv_notice"])
+async def test_a_cookie_in_tornados_first_signed_format_is_no_cookie_and_not_written_to_the_log(browser, caplog,
+                                                                                               cookie):
+    # Version 1 ("value|timestamp|signature"), which this console never sets: Tornado refuses one whose signature
+    # fails, and wrote it whole at WARNING, unshortened, at every request a client sent it with.
+    caplog.set_level(logging.INFO)
+    await browser.log_in()
+    forged = "QUFB" * 4000 + "|1795863300|" + "0" * 40
+    reply = await browser.get("/console", Cookie="; ".join(
+        f"{name}={value}" for name, value in {**browser.cookies, cookie: forged}.items()))
+    assert reply.code == (302 if cookie == SESSION_COOKIE else 200)
+    assert "QUFB" not in caplog.text
+    assert not [record for record in caplog.records if record.levelno >= logging.WARNING]
+
+
 async def test_a_form_token_set_as_a_cookie_by_another_port_of_this_host_is_refused(browser, keys):
     # Cookies do not tell ports apart, so a page on another port can set this host's _xsrf cookie and post
     # a form carrying the same value; SameSite counts both ports as one site and sends the session too.
