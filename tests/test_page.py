@@ -170,6 +170,16 @@ async def test_static_files_carry_the_services_headers(api):
         assert "Server" not in reply.headers, path
 
 
+@pytest.mark.parametrize(("method", "path"), [("GET", "/static/nope.css"), ("POST", "/static/page.js"),
+                                             ("GET", "/static/page.js")])
+async def test_static_answers_and_their_error_pages_are_framed_by_no_site_as_the_page_is(api, method, path):
+    # A 404 or 405 here is an HTML page (error.html) quoting the path, as the page's own errors are.
+    reply = await api(path, method, "x=1" if method == "POST" else None)
+    policy = csp_directives(reply.headers["Content-Security-Policy"])
+    assert policy["frame-ancestors"] == ["'none'"] and policy["script-src"] == ["'self'"], path
+    assert reply.headers["X-Frame-Options"] == "DENY", path
+
+
 @pytest.mark.parametrize("path", ["/static/page.js%00.css", "/static/%00", "/static/" + "x" * 5000 + ".js",
                                   "/static/%ff.js", "/static/..%2f..%2fapp.py"])
 async def test_a_static_path_no_file_can_have_is_refused_not_a_server_error(api, caplog, path):

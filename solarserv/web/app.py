@@ -50,6 +50,10 @@ class Application(tornado.web.Application):
 class StaticFiles(tornado.web.StaticFileHandler, BaseHandler):
     """/static/: Tornado's file serving, with this service's headers (nosniff, no Server) and error answers."""
 
+    # The page's policy and framing: a 404 or 405 here is an HTML page too (BaseHandler.write_error). Not its
+    # Cache-Control: Tornado gives a file whose URL names its version a year's.
+    security_headers = {name: value for name, value in page.SECURITY_HEADERS.items() if name != "Cache-Control"}
+
     def validate_absolute_path(self, root: str, absolute_path: str) -> str | None:
         try:
             return super().validate_absolute_path(root, absolute_path)
