@@ -301,3 +301,20 @@ def test_a_page_of_another_site_whose_name_is_rebound_to_loopback_gets_no_sessio
         }""", f"/console/keys/{issued.record.id}/deactivate")
         assert refused == 403
     assert [key.status for key in keys.all()] == ["active"]
+
+
+def test_a_form_of_another_site_posted_to_the_logout_leaves_the_operator_logged_in(browser, console_url):
+    # The session cookie is SameSite=Lax, so another site's form posted here arrives without it: no session, no
+    # XSRF token checked. Its answer cleared the cookie all the same, and the browser dropped it: logged out.
+    with console_page(browser, console_url) as page:
+        page.goto(f"{console_url.replace('127.0.0.1', REBOUND_NAME)}/healthz")
+        with page.expect_navigation():
+            page.evaluate("""(action) => {
+                const form = document.createElement("form");
+                form.method = "post";
+                form.action = action;
+                document.body.append(form);
+                form.submit();
+            }""", f"{console_url}/console/logout")
+        page.goto(f"{console_url}/console")
+        assert page.url == f"{console_url}/console"

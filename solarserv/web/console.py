@@ -404,7 +404,10 @@ class LogoutHandler(ConsoleHandler):
         if self.current_user:
             # Ended in the store, not just forgotten by this browser: a copy of the cookie no longer admits.
             self.services.keys.end_session(self.current_user)
-        self.clear_cookie(SESSION_COOKIE)
+        # Only a cookie that came with the form: another site's form comes without the session's (SameSite=Lax), and
+        # is checked for no XSRF token, having no session; clearing it there logged the operator out.
+        if self.get_cookie(SESSION_COOKIE) is not None:
+            self.clear_cookie(SESSION_COOKIE)
         self.redirect(f"{LOGIN_PATH}?{LOGGED_OUT}=1", status=303)
 
 
