@@ -375,6 +375,17 @@ async def test_an_api_key_sent_in_the_query_stays_out_of_the_logs(browser, keys,
     assert messages[-1].startswith("400 GET /api/v1/solar-time (")
 
 
+async def test_an_api_key_sent_percent_encoded_in_the_query_stays_out_of_the_logs(browser, keys, caplog):
+    # Read as "tst_…" (the X-API-Key-Status says ignored-in-url), and was written to the log as sent.
+    caplog.set_level(logging.INFO)
+    key = keys.create("Acme", "free", by="a test").key
+    for sent in (f"%74st_{key[4:]}", f"tst%5F{key[4:]}", f"%74%73%74%5f{key[4:]}"):
+        reply = await browser.get(f"/api/v1/solar-time?date=2026-07-14&k={sent}")
+        assert reply.headers["X-API-Key-Status"] == "ignored-in-url"
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) >= 3 and not any(key[4:] in message for message in messages)
+
+
 async def test_an_api_key_quoted_by_an_error_message_stays_out_of_the_logs(browser, keys, caplog):
     caplog.set_level(logging.INFO)
     key = keys.create("Acme", "free", by="a test").key

@@ -6,6 +6,7 @@ answers quoting it use too."""
 from __future__ import annotations
 
 import logging
+from urllib.parse import unquote
 
 import tornado.web
 
@@ -41,7 +42,8 @@ def request_summary(handler: tornado.web.RequestHandler) -> str:
     0x9F arrive as control characters), and so is the address. It is the client's as the rate limits count it:
     with TRUST_PROXY, the one the proxy reports, not the proxy's."""
     request = handler.request
-    holds_secret = (request.path.lower().startswith(CONSOLE_PATH) or KEY_PREFIX in request.query
+    # The query decoded, as the key-in-the-URL check reads it: "%74st_…" is a key too.
+    holds_secret = (request.path.lower().startswith(CONSOLE_PATH) or KEY_PREFIX in unquote(request.query)
                     or bool(access.parameter_names(request) & _SECRET_PARAMETERS))
     target = as_sent(request.path if holds_secret else request.uri)
     return f"{request.method} {escaped(shortened(target, longest=TARGET_SHOWN))} ({client_shown(handler)})"
