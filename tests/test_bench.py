@@ -283,3 +283,19 @@ def test_the_stages_timed_one_by_one_give_the_services_own_answers(services):
     assert next(iter(timings)) == bench_stages.REFERENCE and len(timings) == 7
     assert answers == [json.dumps(asyncio.run(services.pipeline.run(parse_json_fields(decode_json(body)))),
                                   ensure_ascii=False) for body in bodies]
+
+
+def test_one_request_at_a_time_gives_the_answers_the_stages_give(services):
+    # The row compares the same work in another order: any other work would make its time say nothing of order.
+    bodies = [request.body for request in bench_http.as_posts(bench_http.Queries().coordinates(
+        bench_http.dates(3, bench_http.SEED), 6))]
+    _, staged = bench_stages.stage_table(services.pipeline, bodies)
+    _, answers = bench_stages.one_at_a_time(services.pipeline, bodies)
+    assert answers == staged
+
+
+def test_the_stages_table_sums_the_stages_alone():
+    table = bench_stages._table({bench_stages.REFERENCE: 10.0, "parsing": 100.0, "texts": 200.0,
+                                 bench_stages.ONE_AT_A_TIME: 360.0})
+    assert "| **every stage** | **300** | **30.00** | 100% |" in table
+    assert f"| {bench_stages.ONE_AT_A_TIME} | 360 | 36.00 | 120% |" in table
