@@ -12,7 +12,8 @@ import pytest
 import solarserv
 from solarserv import config
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text()
 
 
 def readme_settings_rows() -> dict[str, list[str]]:
@@ -118,11 +119,32 @@ async def test_the_readmes_invariant_of_the_figures_is_what_the_service_answers(
     assert round(eot + correction - dst, 4) == total_shown and abs(total_shown - total) == pytest.approx(0.0001)
 
 
+CODE_MAP = README.split("<!-- section:code -->")[1].split("<!-- section:")[0]
+
+
 def test_the_code_map_names_every_module():
-    section = README.split("<!-- section:code -->")[1].split("<!-- section:")[0]
+    section = CODE_MAP
     package = Path(solarserv.__file__).parent
     modules = {path.relative_to(package).as_posix() for path in package.rglob("*.py")
                if path.name not in {"__init__.py", "__main__.py"}}
     unnamed = {module for module in modules
                if f"`{module}`" not in section and f"`{module.rpartition('/')[2]}`" not in section}
     assert not unnamed, f"README 'Reading the code' does not name {sorted(unnamed)}"
+
+
+def test_the_code_map_names_every_file_outside_the_package():
+    """plugins/, narratives/ and scripts/ file by file; of tests/, the helpers beside the test_*.py files, which
+    `test_<module>.py` stands for."""
+    files = {path.name for folder in ("plugins", "narratives", "scripts", "tests") for path in (REPO / folder).iterdir()
+             if path.is_file() and path.name != "__init__.py" and not path.name.startswith("test_")
+             and path.suffix != ".pyc"}
+    unnamed = {name for name in files if f"`{name}`" not in CODE_MAP}
+    assert not unnamed, f"README 'Reading the code' does not name {sorted(unnamed)}"
+
+
+def test_the_code_map_names_no_file_that_is_gone():
+    files = {path.name for folder in ("solarserv", "plugins", "narratives", "scripts", "tests")
+             for path in (REPO / folder).rglob("*") if path.is_file()}
+    named = {name.rpartition("/")[2] for name in re.findall(r"`([\w/]+\.(?:py|txt\.j2))`", CODE_MAP)}
+    gone = named - files
+    assert not gone, f"README 'Reading the code' names files that are not there: {sorted(gone)}"
