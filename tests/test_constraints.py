@@ -1,8 +1,9 @@
-"""constraints.txt pins every release solarserv and its test and benchmark extras need, and the suite runs on
-those releases: a fresh clone installs through scripts/_bootstrap what the suite last passed with."""
+"""constraints.txt pins every release solarserv and its extras need, and the suite runs on those releases: a fresh
+clone installs through scripts/_bootstrap what the suite last passed with."""
 
 from __future__ import annotations
 
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -19,8 +20,9 @@ def pins() -> dict[str, str]:
     return {canonicalize_name(name): version for name, version in pairs}
 
 
-def needed(name: str, extras: frozenset[str] = frozenset(), seen: dict[str, set[str]] | None = None) -> set[str]:
-    """Every distribution installing ``name[extras]`` brings, by the installed distributions' metadata."""
+def installed_closure(name: str, extras: frozenset[str] = frozenset(), seen: dict[str, set[str]] | None = None,
+                      ) -> set[str]:
+    """Every distribution installing ``name[extras]`` brought, by the installed distributions' metadata."""
     seen = {} if seen is None else seen
     key = canonicalize_name(name)
     if key in seen and extras <= seen[key]:
@@ -30,18 +32,21 @@ def needed(name: str, extras: frozenset[str] = frozenset(), seen: dict[str, set[
         requirement = Requirement(line)
         environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
         if requirement.marker is None or any(requirement.marker.evaluate(env) for env in environments):
-            needed(requirement.name, frozenset(requirement.extras), seen)
+            installed_closure(requirement.name, frozenset(requirement.extras), seen)
     return set(seen)
 
 
-def test_constraints_pin_every_release_solarserv_and_its_extras_install():
-    unpinned = needed("solarserv", frozenset({"test", "bench"})) - {"solarserv"} - set(pins())
+def test_constraints_pin_everything_pyproject_names_with_every_extra():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    named = [*project["dependencies"], *(line for lines in project["optional-dependencies"].values() for line in lines)]
+    unpinned = {canonicalize_name(Requirement(line).name) for line in named} - set(pins())
     assert not unpinned, f"constraints.txt pins no release of {sorted(unpinned)}: run scripts/update-constraints"
 
 
-def test_the_suite_runs_on_the_pinned_releases():
+def test_the_suite_runs_on_pinned_releases_of_everything_it_installed():
     pinned = pins()
     installed = {canonicalize_name(dist.metadata["Name"]): dist.version for dist in metadata.distributions()}
-    differ = {name: (installed[name], pinned[name]) for name in needed("solarserv", frozenset({"test"}))
-              if name in pinned and installed[name] != pinned[name]}
+    brought = installed_closure("solarserv", frozenset({"test"})) - {"solarserv"}
+    assert not brought - set(pinned), f"constraints.txt pins no release of {sorted(brought - set(pinned))}"
+    differ = {name: (installed[name], pinned[name]) for name in brought if installed[name] != pinned[name]}
     assert not differ, f"installed, pinned: {differ}; scripts/test installs the pins into .venv"
