@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import redis.asyncio
 import redis.exceptions
@@ -135,17 +136,7 @@ class RedisCounters:
 
     def __init__(self, url: str) -> None:
         self.where = config.redis_url_shown(url)
-        self._client = redis.asyncio.Redis.from_pool(redis.asyncio.BlockingConnectionPool.from_url(
-            url,
-            max_connections=REDIS_MAX_CONNECTIONS,
-            timeout=None,  # the wait for a connection is bounded by each exchange's deadline (_answer)
-            socket_connect_timeout=REDIS_CONNECT_TIMEOUT_SECONDS,
-            socket_timeout=REDIS_COMMAND_TIMEOUT_SECONDS,
-            # One immediate retry replaces a pooled connection that died with a Redis restart; redis-py's
-            # default (three retries with backoff) would make every request wait out an outage. Not after a
-            # timeout, which would double what a hung Redis costs a request.
-            retry=Retry(NoBackoff(), retries=1, supported_errors=(redis.exceptions.ConnectionError,)),
-        ))
+        self._client = redis.asyncio.Redis.from_pool(_connection_pool(url))
         # Sent by its SHA1 (EVALSHA); redis-py loads it again when Redis has forgotten it (a restart).
         self._increment = self._client.register_script(_INCREMENT_SCRIPT)
 
@@ -185,6 +176,37 @@ class RedisCounters:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+def _connection_pool(url: str) -> redis.asyncio.BlockingConnectionPool:
+    return redis.asyncio.BlockingConnectionPool.from_url(
+        url,
+        max_connections=REDIS_MAX_CONNECTIONS,
+        timeout=None,  # the wait for a connection is bounded by each exchange's deadline (RedisCounters._answer)
+        socket_connect_timeout=REDIS_CONNECT_TIMEOUT_SECONDS,
+        socket_timeout=REDIS_COMMAND_TIMEOUT_SECONDS,
+        # One immediate retry replaces a pooled connection that died with a Redis restart; redis-py's
+        # default (three retries with backoff) would make every request wait out an outage. Not after a
+        # timeout, which would double what a hung Redis costs a request.
+        retry=Retry(NoBackoff(), retries=1, supported_errors=(redis.exceptions.ConnectionError,)),
+    )
+
+
+def url_option_fault(url: str) -> str | None:
+    """What redis-py cannot use among the options in ``url``'s query, naming the first such option and never its
+    value (a query may hold a password), else None. redis-py reads them only as it builds a connection: one it could
+    not read stopped `solarserv serve` with a traceback, or passed the start and made Redis look unreachable for as
+    long as the server ran. Each is tried alone, on a connection built as RedisCounters builds one, not opened."""
+    parts = urlsplit(url)
+    for name, values in parse_qs(parts.query).items():  # as redis-py reads it: options without a value left out
+        alone = parts._replace(query=urlencode({name: values[0]})).geturl()
+        try:
+            _connection_pool(alone).make_connection()
+        except TypeError:  # a keyword argument the connection does not take
+            return f"redis-py takes no option ?{name}= in a {parts.scheme}:// URL"
+        except (ValueError, redis.exceptions.RedisError):
+            return f"redis-py cannot read the value of ?{name}="
+    return None
 
 
 # redis-py's TimeoutError when a connection could not be opened within socket_connect_timeout (a host gone, or

@@ -393,6 +393,35 @@ def test_a_malformed_redis_url_stops_serve_with_one_line_before_any_worker_start
     assert "Traceback" not in log_path.read_text()
 
 
+# Each option is one redis-py reads only as it builds a connection: it stopped serve with a traceback, or (a rediss://
+# URL's) let it start and called Redis unreachable at every request.
+@pytest.mark.parametrize(("query", "problem"), [
+    ("socket_timeout=x", "redis-py cannot read the value of ?socket_timeout="),
+    ("health_check_interval=-", "redis-py cannot read the value of ?health_check_interval="),
+    ("protocol=4", "redis-py cannot read the value of ?protocol="),
+    ("s3cret_option=s3cret", "redis-py takes no option ?s3cret_option= in a redis:// URL"),
+    ("ssl_cert_reqs=none", "redis-py takes no option ?ssl_cert_reqs= in a redis:// URL"),
+])
+@pytest.mark.parametrize("scheme", ["redis", "rediss"])
+def test_a_redis_url_option_redis_py_cannot_use_stops_serve_in_one_line_naming_it(data_dir, tmp_path, query, problem,
+                                                                                   scheme):
+    if scheme == "rediss":
+        if query == "ssl_cert_reqs=none":  # a TLS connection takes it
+            query, problem = "ssl_cert_reqs=bogus", "redis-py cannot read the value of ?ssl_cert_reqs="
+        problem = problem.replace("redis://", "rediss://")
+    log_path = tmp_path / "server.log"
+    server = start_solarserv(["--port", "0", "--data-dir", str(data_dir), "--redis-url",
+                              f"{scheme}://:s3cret@127.0.0.1:6379/0?password=s3cret&{query}"], log_path)
+    try:
+        printed, _ = server.communicate(timeout=60)
+    finally:
+        server.kill()
+        server.stdout.close()
+    assert server.returncode == 2 and printed == ""
+    assert log_path.read_text().splitlines() == [
+        f"solarserv: error: --redis-url='{scheme}://127.0.0.1:6379/0': {problem}"]
+
+
 @pytest.mark.slow
 @pytest.mark.redis
 @pytest.mark.parametrize("answering", [True, False], ids=["redis-answers", "nothing-listens"])
