@@ -540,6 +540,41 @@ async def test_login_attempts_are_limited_per_client(browser):
     assert SESSION_COOKIE not in browser.cookies
 
 
+REFUSED_LOGINS = "solarserv.web.console"
+
+
+def warnings_of(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+
+
+async def test_each_refused_login_is_one_warning_naming_the_client_and_not_the_token(browser, caplog):
+    caplog.set_level(logging.INFO)
+    for _ in range(LOGIN_ATTEMPTS_PER_MINUTE):
+        await browser.post("/console/login", {"token": "guess-s3cret"})
+    # Over the limit the token is not compared: a 429, its access line alone.
+    assert (await browser.get("/console/login?" + urlencode({"token": "link-s3cret"}))).code == 429
+    # Said whole, so neither the token nor its length is in it.
+    assert warnings_of(caplog) == ["Console login refused from 127.0.0.1: not the admin token"] * 10
+    assert {record.name for record in caplog.records if record.levelno >= logging.WARNING} == {REFUSED_LOGINS}
+    assert "s3cret" not in caplog.text
+
+
+async def test_a_login_refused_behind_a_trusted_proxy_names_the_client_it_reports(browser, app, caplog):
+    services = app.settings["services"]
+    services.settings = dataclasses.replace(services.settings, trust_proxy=True, console="any")
+    caplog.set_level(logging.INFO)
+    reply = await browser._fetch("/console/login?" + urlencode({"token": "guess"}), "GET", None,
+                                 {"X-Forwarded-For": "192.0.2.1, 203.0.113.9"})
+    assert reply.code == 403
+    assert warnings_of(caplog) == ["Console login refused from 203.0.113.9: not the admin token"]
+
+
+async def test_a_login_logs_no_warning(browser, caplog):
+    caplog.set_level(logging.INFO)
+    await browser.log_in()
+    assert warnings_of(caplog) == []
+
+
 async def test_login_attempts_from_one_ipv6_64_share_one_count(browser, app):
     services = app.settings["services"]
     services.settings = dataclasses.replace(services.settings, trust_proxy=True, console="any")

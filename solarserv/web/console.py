@@ -23,6 +23,7 @@ import enum
 import hashlib
 import hmac
 import ipaddress
+import logging
 import os
 import re
 import secrets
@@ -51,6 +52,8 @@ from solarserv.text import shortened
 from solarserv.web.access import BUSY_RETRY_SECONDS, client_ip, counted_address, key_counter
 from solarserv.web.base import BaseHandler, client_message
 from solarserv.web.logs import CONSOLE_PATH, as_sent, client_shown
+
+log = logging.getLogger("solarserv.web.console")
 
 LOGIN_PATH = "/console/login"
 LOGGED_OUT = "logged_out"  # the login page's query parameter after a logout: it says so
@@ -348,6 +351,9 @@ class LoginHandler(ConsoleHandler):
             self._login_page(f"Too many login attempts from your address; try again in "
                              f"{attempts.retry_after} seconds.", status=429)
         elif not hmac.compare_digest(token.encode(), self.services.console.admin_token.encode()):
+            # A line of its own at WARNING, where the 403's access line is INFO, to tell guessing from a mistyped
+            # link and to ban by (fail2ban). Bounded by the limit above: a token sent past it is not compared.
+            log.warning("Console login refused from %s: not the admin token", client_shown(self))
             # A link kept from an earlier run (a browser's history) holds a token generated for that run alone.
             stale_link = by_link and self.services.console.token_generated
             self._login_page("That is not the admin token." + (
