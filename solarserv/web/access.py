@@ -121,17 +121,12 @@ def ip_counter(ip: str) -> str:
 
 
 def counted_address(ip: str) -> str:
-    """Whom the limits count for the client address ``ip``: an IPv6 client by its /64 (``2001:db8::/64``), which
-    one subscriber is given whole and can pick a fresh address from for every request; an IPv4-mapped IPv6
-    address (``::ffff:192.0.2.1``) as the IPv4 address it is; an IPv4 address as itself."""
-    try:
-        address = ipaddress.ip_address(ip)
-    except ValueError:  # "unknown": no socket address
-        return ip
+    """Whom the limits count for the client address ``ip`` (client_ip's): an IPv6 client by its /64
+    (``2001:db8::/64``), which one subscriber is given whole and can pick a fresh address from for every request;
+    an IPv4 address as itself."""
+    address = ipaddress.ip_address(ip)
     if address.version == 4:
         return str(address)
-    if address.ipv4_mapped is not None:
-        return str(address.ipv4_mapped)
     return str(ipaddress.IPv6Network((int(address) >> 64 << 64, 64)))  # int(): a scope id is no part of it
 
 
@@ -155,7 +150,7 @@ def client_ip(request: tornado.httputil.HTTPServerRequest, trust_proxy: bool) ->
         if address is not None and getattr(address, "scope_id", None) is None:
             # An IPv4-mapped address as the IPv4 one it is: Python 3.11 writes it in hex (::ffff:c000:201).
             return str(getattr(address, "ipv4_mapped", None) or address)
-    return request.remote_ip or "unknown"
+    return request.remote_ip
 
 
 def _rate_limited(decision: Decision) -> ApiError:

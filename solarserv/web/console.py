@@ -311,12 +311,7 @@ def _from_this_machine(client: str, reached: str) -> bool:
     """Whether ``client`` is this machine: a loopback address, or the very address its connection reached (this
     machine connecting to one of its own addresses; a packet from elsewhere claiming it cannot complete the
     handshake, whose answer goes here)."""
-    try:
-        if ipaddress.ip_address(client).is_loopback:
-            return True
-    except ValueError:  # "unknown": no address to judge by
-        return False
-    return client == reached
+    return ipaddress.ip_address(client).is_loopback or client == reached
 
 
 class LoginHandler(ConsoleHandler):
