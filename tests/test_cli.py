@@ -599,6 +599,14 @@ def test_a_cookie_secret_serve_cannot_read_stops_it_in_one_line(new_data_dir):
                            "denied\n")
 
 
+def test_no_command_shows_the_help_listing_the_commands_and_fails(capsys):
+    assert main([]) == 2
+    shown = capsys.readouterr()
+    assert shown.err == "" and shown.out.startswith("usage: solarserv ")
+    for command in ("serve", "calc", "plugins", "keys"):
+        assert re.search(rf"^ +{command} ", shown.out, re.MULTILINE), command
+
+
 def test_serve_help_lists_the_settings_that_have_no_flag(capsys):
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
