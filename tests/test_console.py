@@ -528,6 +528,15 @@ async def test_the_console_error_page_says_what_was_wrong_with_a_form(browser, k
     assert keys.all() == []
 
 
+async def test_a_form_body_its_content_type_cannot_read_is_400_saying_why(browser, keys):
+    await browser.log_in()
+    reply = await browser._fetch("/console", "POST", f"_xsrf={await browser.form_token()}&label=x",
+                                 {"Content-Type": "multipart/form-data"})
+    assert reply.code == 400
+    assert "<p>Invalid body: Invalid multipart/form-data: multipart boundary not found</p>" in browser.text(reply)
+    assert keys.all() == []
+
+
 async def test_login_attempts_are_limited_per_client(browser):
     for _ in range(LOGIN_ATTEMPTS_PER_MINUTE):
         assert (await browser.post("/console/login", {"token": "guess"})).code == 403
