@@ -614,6 +614,14 @@ async def test_a_foreign_next_is_ignored_by_the_login(browser):
     assert reply.code == 303 and reply.headers["Location"] == "/console"
 
 
+async def test_the_login_page_sends_a_logged_in_browser_on_to_next_or_the_console(browser):
+    await browser.log_in()
+    onward = await browser.get("/console/login?" + urlencode({"next": "/console?search=x"}))
+    assert (onward.code, onward.headers["Location"]) == (302, "/console?search=x")
+    home = await browser.get("/console/login")
+    assert (home.code, home.headers["Location"]) == (302, "/console")
+
+
 async def test_logging_out_ends_the_session(browser):
     await browser.log_in()
     reply = await browser.post("/console/logout")
