@@ -228,7 +228,7 @@ class ApiHandler(BaseHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         # Tornado raises a 405 itself, before any code of the handler runs, with its reason phrase as the message.
         error = (self._method_not_answered() if status_code == 405
-                 else _as_api_error(status_code, kwargs.get("exc_info")))
+                 else _as_api_error(kwargs.get("exc_info")))
         self.set_status(error.status)
         # Headers set for a response that then failed (e.g. a half-built result) must not leak into the error.
         self.set_header("Content-Type", "application/json; charset=UTF-8")
@@ -258,17 +258,10 @@ def _json_bytes(payload: Any) -> bytes:
     return json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def _as_api_error(status_code: int, exc_info: Any) -> ApiError:
+def _as_api_error(exc_info: Any) -> ApiError:
     exception = exc_info[1] if exc_info else None
     if isinstance(exception, ApiError):
         return exception
-    if isinstance(exception, tornado.web.HTTPError) and exception.status_code < 500:
-        return ApiError(f"HTTP_{exception.status_code}", exception.status_code,
-                        exception.get_message() or exception.reason
-                        or tornado.web.httputil.responses.get(exception.status_code, "Error"))
-    if status_code < 500:
-        return ApiError(f"HTTP_{status_code}", status_code,
-                        tornado.web.httputil.responses.get(status_code, "Error"))
     # Never a traceback to the client; BaseHandler.log_exception has logged it on the server.
     return ApiError("CALCULATION_FAILED", 500,
                     "The calculation failed because of an internal error. It has been logged; "
