@@ -22,7 +22,7 @@ from files import write
 from servers import answers, refuses_connections, start_solarserv, stop_solarserv
 
 from solarserv.geo import gazetteer
-from solarserv.workers import GAVE_UP_STATUS
+from solarserv.workers import GAVE_UP_STATUS, RESTART_PAUSES_SECONDS
 
 PARIS = {"date": "2026-07-14", "local_time": "14:30", "latitude": 48.8566, "longitude": 2.3522}
 # New connections to make before giving up on seeing both workers answer: each worker listens on a
@@ -410,6 +410,40 @@ def test_a_worker_that_does_not_stop_is_killed_once_the_stop_wait_is_over(tmp_pa
     killing = [line for line in lines if "killing it" in line]
     assert killing == [f"Worker 0 (pid {workers[0]}) still running 0.5 s after it was told to stop: killing it "
                        "(SIGKILL)"]
+
+
+# The parent of one worker that counts as started as soon as it runs (STARTING_SECONDS 0), as a worker serving for
+# longer than 10 s does. It prints its pid once it runs.
+LONG_RUNNING_WORKER = """
+import os, signal
+from solarserv import workers
+
+workers.STARTING_SECONDS = 0
+workers.fork_workers(1, [])
+os.write(1, f"{os.getpid()}\\n".encode())
+while True:
+    signal.pause()
+"""
+
+
+def test_a_worker_that_ended_after_its_start_is_started_again_at_once_however_often(tmp_path):
+    log_path = tmp_path / "parent.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen([sys.executable, "-c", LONG_RUNNING_WORKER], stdout=subprocess.PIPE, stderr=log,
+                                   text=True)
+    try:
+        pids = [int(process.stdout.readline())]
+        for _ in range(len(RESTART_PAUSES_SECONDS) + 2):  # more ends in a row than a failing start is allowed
+            os.kill(pids[-1], signal.SIGKILL)
+            pids.append(int(process.stdout.readline()))
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    finally:
+        stop_solarserv(process)
+    lines = log_path.read_text().splitlines()
+    assert [line for line in lines if " ended (" in line] == [
+        f"Worker 0 (pid {pid}) ended (killed by signal 9, SIGKILL) after 0 s: starting it again" for pid in pids[:-1]]
+    assert not [line for line in lines if "starting it again in" in line or "giving up" in line]
 
 
 @pytest.mark.slow
