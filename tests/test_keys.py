@@ -777,6 +777,15 @@ def test_a_key_store_that_is_not_a_database_is_one_line_naming_it(capsys, tmp_pa
                    "database.\n")
 
 
+def test_a_key_store_path_that_cannot_be_looked_at_is_one_line_naming_it(capsys, tmp_path):
+    # A symbolic link to itself: its stat fails (ELOOP), and SQLite's open, which says why, is left to report it.
+    (tmp_path / "keys.db").symlink_to("keys.db")
+    status, out, err = run(capsys, tmp_path, "create", "--label", "Acme", "--tier", "free")
+    assert (status, out) == (1, "")
+    assert err == (f"solarserv: error: The key store {tmp_path / 'keys.db'} cannot be used: unable to open database "
+                   "file.\n")
+
+
 @pytest.fixture
 def no_waiting(monkeypatch):
     """Any sleep fails the test: what it does, it does at once."""
