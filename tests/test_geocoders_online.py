@@ -139,6 +139,7 @@ PHOTON_REVERSE = {
 # What a refusal ("busy …", HTTP 429) or an unavailable provider ("down …", 503) says in its Retry-After.
 RETRY_AFTER = {"1 s": lambda: "1", "a day": lambda: "86400", "no pause": lambda: "0",
                "2 min": lambda: email.utils.formatdate(time.time() + 120, usegmt=True),
+               "2 min in -0000": lambda: email.utils.formatdate(time.time() + 120),  # UTC, said not to be local
                "soon": lambda: "soon", "1.5 s": lambda: "1.5", "on 32 May": lambda: "Thu, 32 May 2030 10:00:00 GMT",
                "in the year 10^13": lambda: "Mon, 01 Jan 9999999999999 00:00:00 GMT"}
 
@@ -835,9 +836,10 @@ def test_a_pause_asked_for_no_time_lasts_a_second(provider_server, caplog, refus
 
 
 @PAUSES
-def test_a_pause_until_a_date_logs_the_seconds_clients_are_told(provider_server, caplog, refused):
+@pytest.mark.parametrize("until", ["2 min", "2 min in -0000"])
+def test_a_pause_until_a_date_logs_the_seconds_clients_are_told(provider_server, caplog, refused, until):
     nominatim = geocoder_for(provider_server, "nominatim")
-    retry_after = refusal(nominatim, f"{refused} 2 min").extra["retry_after"]  # Retry-After: an HTTP-date
+    retry_after = refusal(nominatim, f"{refused} {until}").extra["retry_after"]  # Retry-After: an HTTP-date
     assert 119 <= retry_after <= 120
     assert f"not asked again for {retry_after} s" in caplog.text
 
