@@ -193,13 +193,12 @@ class _RedirectsToHTTPOnly(urllib.request.HTTPRedirectHandler):
     length (MAX_ANSWER_BYTES is _decode_page's): an endless one filled the memory until the timeout."""
 
     def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> urllib.request.Request | None:
+                         newurl: str) -> urllib.request.Request:
         if urllib.parse.urlsplit(newurl).scheme not in ("http", "https"):  # urllib has made it absolute
             raise urllib.error.HTTPError(req.full_url, code, f"{msg} - Redirection to url '{newurl}' is not allowed",
                                          headers, fp)
-        followed = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if followed is not None:
-            fp.close()  # what urllib reads of it then is nothing
+        followed = super().redirect_request(req, fp, code, msg, headers, newurl)  # a request, or it raises
+        fp.close()  # what urllib reads of it then is nothing
         return followed
 
 
