@@ -599,6 +599,15 @@ def test_a_cookie_secret_serve_cannot_read_stops_it_in_one_line(new_data_dir):
                            "denied\n")
 
 
+def test_a_data_dir_serve_cannot_write_stops_it_in_one_line(new_data_dir):
+    new_data_dir.chmod(0o555)
+    done = subprocess.run(bound_by_file_modes([sys.executable, "-m", "solarserv", "serve", "--port", "0",
+                                               "--data-dir", str(new_data_dir)]),
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"solarserv: error: SOLARSERV_DATA_DIR={str(new_data_dir)!r}: this user cannot write to it\n"
+
+
 def test_no_command_shows_the_help_listing_the_commands_and_fails(capsys):
     assert main([]) == 2
     shown = capsys.readouterr()
