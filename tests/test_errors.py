@@ -380,6 +380,22 @@ def test_a_header_tornado_cannot_read_is_not_quoted_in_the_log(live_server, capl
     assert len(logged) == 3 and all(line.endswith(": Invalid header value (not shown)") for line in logged)
 
 
+def test_a_header_tornado_refuses_is_quoted_escaped_and_shortened_in_the_log(live_server, caplog):
+    # Only an invalid header's value is left out: another refusal's text is kept, as every line about a request is.
+    caplog.set_level(logging.INFO)
+    server = urlsplit(live_server)
+    with socket.create_connection((server.hostname, server.port), timeout=30) as client:
+        client.sendall(b"GET /healthz HTTP/1.1\r\nHost: solarserv\r\nContent-Length: 1\x85FAKE" + b"9" * 1000
+                       + b"\r\n\r\n")
+        assert client.recv(65536) == b"HTTP/1.1 400 Bad Request\r\n\r\n"
+        client.recv(65536)  # the connection closes once the line about it is written
+    logged = [record.getMessage() for record in caplog.records if "Malformed HTTP message" in record.getMessage()]
+    assert len(logged) == 1
+    assert logged[0].startswith("Malformed HTTP message from 127.0.0.1: Only integer Content-Length is allowed: "
+                                "1\\x85FAKE999")
+    assert logged[0].endswith("9… (1046 characters)")
+
+
 def test_utf8_sent_unencoded_in_the_request_line_is_quoted_and_logged_as_sent(live_server, caplog):
     # curl sends what is typed: "Zürich" as its UTF-8 bytes, which Tornado reads as Latin-1 text ("ZÃ¼rich").
     caplog.set_level(logging.INFO)
