@@ -921,6 +921,17 @@ def test_an_entry_point_plugin_is_loaded_and_listed(installed_plugin, report):
     assert "✗ extra check saw Europe/Paris" in narrator.narrate(report).validation
 
 
+def test_an_entry_point_plugin_that_fails_to_import_is_left_out_and_logged(installed_plugin, tmp_path, report, caplog):
+    write(tmp_path / "site", "sundial_extra.py", "import no_such_module_anywhere\n")
+    narrator = build_with_installed_plugins()
+    listing = {plugin["name"]: plugin for plugin in narrator.plugins.listing()}
+    assert listing[installed_plugin] == {"name": "sundial_extra", "source": "entry point", "version": "1.2.3",
+                                        "hooks": [], "not_loaded": "failed to import"}
+    assert "plugin sundial_extra (sundial_extra) failed to import; left out" in caplog.text
+    assert "no_such_module_anywhere" in caplog.text
+    assert "✓ equation of time" in narrator.narrate(report).validation  # the built-in plugins still write
+
+
 def loaded(narrator: Narrator) -> set[str]:
     return {plugin["name"] for plugin in narrator.plugins.listing() if "not_loaded" not in plugin}
 
