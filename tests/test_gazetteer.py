@@ -210,6 +210,8 @@ def test_a_name_split_at_a_slash_is_refused_as_one_split_at_a_comma(geocoder):
     assert refusal(geocoder, "Paris/Germany").message.startswith(
         "No place found for 'Paris/Germany': there are places named 'Paris', but none in Germany.")
     assert refusal(geocoder, "Pariss/France").extra["suggestions"][0] == "Paris"
+    # Not split where the part after the "/" names no region: no place bears the whole name.
+    assert refusal(geocoder, "Paris/Qwzx").message == "No place found for 'Paris/Qwzx'."
 
 
 @pytest.mark.parametrize(("typed", "display_name"), [
