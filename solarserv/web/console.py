@@ -30,7 +30,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import tornado.httputil
 import tornado.web
@@ -528,9 +528,7 @@ def local_path(target: str | None) -> str:
     if (target and target.startswith("/") and not target.startswith("//") and "\\" not in target
             # Browsers drop tabs and newlines from URLs: "/\t/evil.example" would become "//evil.example".
             and not any(character.isspace() or ord(character) < 32 for character in target)):
-        parts = urlsplit(target)
-        if not parts.scheme and not parts.netloc:
-            return target
+        return target  # a scheme starts with a letter and a host with "//": this names neither
     return CONSOLE_PATH
 
 
