@@ -59,15 +59,20 @@ TOWNS = _towns()
 
 
 @pytest.fixture(scope="module")
-def discs(tmp_path_factory) -> PlaceDiscs:
+def index(tmp_path_factory) -> Gazetteer:
     path = gazetteer.index_path(tmp_path_factory.mktemp("discs"))
     gazetteer.build_index(path, [
         {"geonameid": town.place_id, "name": f"Town {town.place_id}", "latitude": town.latitude,
          "longitude": town.longitude, "countrycode": "FR", "population": town.population, "timezone": "UTC",
          "admin1code": "", "alternatenames": []} for town in TOWNS])
     index = Gazetteer(path)
-    yield PlaceDiscs.load(index, town_radius_km, EXTENT_TIERS_KM)
+    yield index
     index.close()
+
+
+@pytest.fixture(scope="module")
+def discs(index) -> PlaceDiscs:
+    return PlaceDiscs.load(index, town_radius_km, EXTENT_TIERS_KM)
 
 
 def _points() -> list[tuple[float, float]]:
@@ -118,3 +123,9 @@ def test_a_disc_ends_exactly_where_distance_and_bearing_says(discs):
     assert discs.most_populous_holding(inside, longitude).place_id == 4
     assert discs.most_populous_holding(outside, longitude) is None
     assert discs.nearest(outside, longitude, LOCAL_RADIUS_KM).place_id == 4
+
+
+def test_a_radius_beyond_the_last_tier_is_refused(index):
+    # A town bigger than the tiers allow would be looked for in no tier, and never be found.
+    with pytest.raises(ValueError, match=r"^a radius of 2\.0 km is beyond the last tier's 1\.0 km$"):
+        PlaceDiscs.load(index, lambda population: 2.0, [1.0])
