@@ -152,6 +152,21 @@ def test_a_stop_signal_lets_the_requests_in_flight_be_answered_before_it_stops(d
         stop_solarserv(process)
 
 
+async def test_a_request_still_in_flight_when_the_grace_is_over_is_cut_off_and_logged(http_server, http_server_port,
+                                                                                       monkeypatch, caplog):
+    monkeypatch.setattr(server, "STOP_GRACE_SECONDS", 0.1)
+    reader, writer = await asyncio.open_connection("127.0.0.1", http_server_port[1])
+    try:
+        writer.write(b"POST /api/v1/solar-time HTTP/1.1\r\nHost: solarserv\r\nExpect: 100-continue\r\n"
+                     b"Content-Length: 2\r\n\r\n")
+        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 100")  # in flight, its body never sent
+        await asyncio.wait_for(http_server.stop_after_requests_in_flight(), WAIT_SECONDS)
+        assert await asyncio.wait_for(reader.read(), WAIT_SECONDS) == b""  # closed unanswered
+    finally:
+        writer.close()
+    assert caplog.messages == ["Stopping with 1 request still unanswered after 0.1 s: its connection is closed"]
+
+
 async def test_a_stopping_server_closes_its_idle_connections_and_each_other_after_its_answer(http_server,
                                                                                             http_server_port):
     # Idle keep-alive connections were left open until the last request in flight was answered, and took new

@@ -175,8 +175,9 @@ class BoundedHTTPServer(tornado.httpserver.HTTPServer):
         try:
             await asyncio.wait_for(self._none_in_flight.wait(), STOP_GRACE_SECONDS)
         except TimeoutError:
-            log.warning("Stopping with %d requests still unanswered after %g s: their connections are closed",
-                        self._in_flight, STOP_GRACE_SECONDS)
+            one = self._in_flight == 1
+            log.warning("Stopping with %d request%s still unanswered after %g s: %s closed", self._in_flight,
+                        "" if one else "s", STOP_GRACE_SECONDS, "its connection is" if one else "their connections are")
         await self.close_all_connections()
 
     def _count_in_flight(self, change: int) -> None:
