@@ -48,6 +48,8 @@ def test_hm_and_clock():
     assert format_hm(dt.time(13, 4, 31)) == "13:05"
     assert format_hm(dt.time(13, 4, 29, 400_000)) == "13:04"
     assert format_hm(dt.datetime(2026, 7, 14, 23, 59, 30)) == "00:00"
+    # Seconds of day too, as hms takes them (a plugin's template may give either): 13:04:29.6 is shown 13:04:30.
+    assert (format_hm(47_069.6), format_hm(47_069.4), format_hm(86_369.5)) == ("13:05", "13:04", "00:00")
     assert format_clock(dt.time(14, 30)) == "14:30"
     assert format_clock(dt.time(14, 30, 5)) == "14:30:05"
     assert format_clock(dt.time(14, 29, 59, 700_000)) == "14:30"
