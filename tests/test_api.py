@@ -237,6 +237,14 @@ async def test_a_sunset_after_midnight_carries_its_own_date(api):
     assert events["day_length_minutes"] > 20 * 60
 
 
+async def test_on_the_day_the_midnight_sun_begins_the_day_length_is_null(api):
+    # Tromsø, 17 May 2024: the Sun rises at about 01:08 and does not set again until July.
+    events = (await post(api, {"date": "2024-05-17", "local_time": "12:00", "latitude": 69.6492,
+                               "longitude": 18.9553})).json()["solar_events"]
+    assert (events["state"], events["sunset"], events["day_length_minutes"]) == ("normal", None, None)
+    assert events["sunrise"].startswith("2024-05-17T01:")
+
+
 # Where GeoNames' zone for a town is not the zone at its coordinates, the coordinates' zone holds (DESIGN §5:
 # timezonefinder), so that a place and its share link, which names its coordinates, give one answer.
 @pytest.mark.parametrize(("place_name", "zone"), [
