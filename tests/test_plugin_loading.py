@@ -754,6 +754,14 @@ def test_a_broken_override_template_stops_start_up_naming_it(tmp_path):
     assert str(raised.value).startswith(f"template {tmp_path / 'summary.txt.j2'}, line 2: ")
 
 
+def test_an_override_template_not_in_utf8_stops_start_up_naming_it(tmp_path):
+    (tmp_path / "summary.txt.j2").write_bytes("Été à {{ report.location.display_name }}\n".encode("latin-1"))
+    with pytest.raises(TemplateLoadError) as raised:
+        build(NARRATIVES_DIR=str(tmp_path))
+    assert str(raised.value).startswith("template summary.txt.j2 is not UTF-8 text: 'utf-8' codec can't decode byte "
+                                        "0xc9 in position 0")
+
+
 @pytest.mark.parametrize("setting", ["PLUGINS_DIR", "NARRATIVES_DIR"])
 def test_a_missing_directory_is_an_error_at_start(tmp_path, setting):
     with pytest.raises(config.SettingsError, match=f"{setting} .*nowhere is not a directory"):
