@@ -380,17 +380,20 @@ def test_serving_on_every_interface_prints_a_login_link_that_opens_the_console(d
 def test_a_malformed_redis_url_stops_serve_with_one_line_before_any_worker_starts(data_dir, tmp_path):
     log_path = tmp_path / "server.log"
     # Parsed first in each worker, it used to crash them all, a hundred restarts each, then the parent.
-    server = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(data_dir),
-                              "--redis-url", "redis://127.0.0.1:notaport/0"], log_path)
+    assert refused_at_start(["--processes", "2", "--port", "0", "--data-dir", str(data_dir),
+                             "--redis-url", "redis://127.0.0.1:notaport/0"], log_path) == (2, [
+        "solarserv: error: --redis-url='redis://127.0.0.1:notaport/0': the port must be a number from 1 to 65535"])
+
+
+def refused_at_start(arguments: list[str], log_path: Path) -> tuple[int, list[str]]:
+    """The exit status and the lines of ``solarserv serve ARGUMENTS``, which must print nothing on stdout."""
+    server = start_solarserv(arguments, log_path)
     try:
         printed, _ = server.communicate(timeout=60)
     finally:
-        server.kill()
-        server.stdout.close()
-    assert server.returncode == 2 and printed == ""
-    assert log_path.read_text().splitlines()[-1] == ("solarserv: error: --redis-url='redis://127.0.0.1:notaport/0': "
-                                                     "the port must be a number from 1 to 65535")
-    assert "Traceback" not in log_path.read_text()
+        stop_solarserv(server)
+    assert printed == ""
+    return server.returncode, log_path.read_text().splitlines()
 
 
 # Each option is one redis-py reads only as it builds a connection: it stopped serve with a traceback, or (a rediss://
@@ -410,16 +413,9 @@ def test_a_redis_url_option_redis_py_cannot_use_stops_serve_in_one_line_naming_i
             query, problem = "ssl_cert_reqs=bogus", "redis-py cannot read the value of ?ssl_cert_reqs="
         problem = problem.replace("redis://", "rediss://")
     log_path = tmp_path / "server.log"
-    server = start_solarserv(["--port", "0", "--data-dir", str(data_dir), "--redis-url",
-                              f"{scheme}://:s3cret@127.0.0.1:6379/0?password=s3cret&{query}"], log_path)
-    try:
-        printed, _ = server.communicate(timeout=60)
-    finally:
-        server.kill()
-        server.stdout.close()
-    assert server.returncode == 2 and printed == ""
-    assert log_path.read_text().splitlines() == [
-        f"solarserv: error: --redis-url='{scheme}://127.0.0.1:6379/0': {problem}"]
+    assert refused_at_start(["--port", "0", "--data-dir", str(data_dir), "--redis-url",
+                             f"{scheme}://:s3cret@127.0.0.1:6379/0?password=s3cret&{query}"], log_path) == (2, [
+        f"solarserv: error: --redis-url='{scheme}://127.0.0.1:6379/0': {problem}"])
 
 
 @pytest.mark.slow
@@ -564,14 +560,8 @@ def test_a_key_store_that_is_not_a_database_stops_serve_in_one_line_before_any_w
     (new_data_dir / "keys.db").write_bytes(b"Not a database: a file copied over it.\n" * 100)
     log_path = tmp_path / "server.log"
     # Opened in each worker only, it crashed them all, a hundred restarts each: 5,000 lines of tracebacks.
-    server = start_solarserv(["--processes", "2", "--port", "0", "--data-dir", str(new_data_dir)], log_path)
-    try:
-        printed, _ = server.communicate(timeout=60)
-    finally:
-        stop_solarserv(server)
-    assert (server.returncode, printed) == (1, "")
-    assert log_path.read_text().splitlines() == [f"solarserv: error: The key store "
-                                                 f"{new_data_dir / 'keys.db'} cannot be used: file is not a database."]
+    assert refused_at_start(["--processes", "2", "--port", "0", "--data-dir", str(new_data_dir)], log_path) == (1, [
+        f"solarserv: error: The key store {new_data_dir / 'keys.db'} cannot be used: file is not a database."])
 
 
 @pytest.mark.slow
