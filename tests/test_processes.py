@@ -380,15 +380,17 @@ def test_a_worker_failing_at_start_is_started_again_after_longer_pauses_until_th
 
 # The parent of two workers, with STOP_WAIT_SECONDS lowered; worker 0 ignores SIGTERM, as a worker stuck in a
 # plugin would not act on it, and worker 1 stops on it. Each prints its number and pid once it is ready.
-STUCK_WORKER = """
+# 5 s, not 0.5: worker 1's own exit (the interpreter's teardown) took longer on a busy machine, and it was killed too.
+STUCK_WORKER_STOP_WAIT_SECONDS = 5
+STUCK_WORKER = f"""
 import os, signal
 from solarserv import workers
 
-workers.STOP_WAIT_SECONDS = 0.5
+workers.STOP_WAIT_SECONDS = {STUCK_WORKER_STOP_WAIT_SECONDS}
 worker = workers.fork_workers(2, [])
 if worker.number == 0:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-os.write(1, f"{worker.number} {os.getpid()}\\n".encode())  # one write: the two workers share the pipe
+os.write(1, f"{{worker.number}} {{os.getpid()}}\\n".encode())  # one write: the two workers share the pipe
 while True:
     signal.pause()
 """
@@ -408,8 +410,8 @@ def test_a_worker_that_does_not_stop_is_killed_once_the_stop_wait_is_over(tmp_pa
     assert list(workers) == [0, 1] and not [pid for pid in workers.values() if psutil.pid_exists(pid)]
     lines = log_path.read_text().splitlines()
     killing = [line for line in lines if "killing it" in line]
-    assert killing == [f"Worker 0 (pid {workers[0]}) still running 0.5 s after it was told to stop: killing it "
-                       "(SIGKILL)"]
+    assert killing == [f"Worker 0 (pid {workers[0]}) still running {STUCK_WORKER_STOP_WAIT_SECONDS} s after it was "
+                       "told to stop: killing it (SIGKILL)"]
 
 
 # The parent of one worker that counts as started as soon as it runs (STARTING_SECONDS 0), as a worker serving for
