@@ -885,11 +885,18 @@ def test_an_index_build_stopped_while_its_python_starts_is_a_warning_too(tmp_pat
     # "KeyboardInterrupt", not a death by SIGINT: it was logged as a failed build, at ERROR.
     slow_start = tmp_path / "slow-start"
     slow_start.mkdir()
-    (slow_start / "sitecustomize.py").write_text("import time\ntime.sleep(60)\n")  # imported by site, at start-up
+    starting = tmp_path / "starting"
+    # Imported by site, at start-up: it says so, then waits.
+    (slow_start / "sitecustomize.py").write_text(
+        f"import pathlib, time\n\npathlib.Path({str(starting)!r}).touch()\ntime.sleep(60)\n")
     monkeypatch.syspath_prepend(str(slow_start))  # the builder is given this process's path
     geocoder = OfflineGeocoder(tmp_path)
     builder = the_index_builder()
-    time.sleep(0.5)  # into its sitecustomize; a stop sent sooner finds Python starting all the same
+    # Into its sitecustomize: a stop sent before Python has set its handler ends it by SIGINT, not the case here.
+    deadline = time.monotonic() + 60
+    while not starting.exists() and builder.is_running():
+        assert time.monotonic() < deadline, "the builder never reached its sitecustomize"
+        time.sleep(0.01)
     builder.send_signal(signal.SIGINT)
     assert refusal(geocoder, "Paris").code == "GEOCODER_UNAVAILABLE"
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
