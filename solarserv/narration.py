@@ -306,8 +306,9 @@ def _environment(template_dirs: list[Path]) -> jinja2.Environment:
             env.get_template(name)
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateLoadError(f"template {exc.filename or name}, line {exc.lineno}: {exc.message}") from None
-        except UnicodeDecodeError as exc:
-            raise TemplateLoadError(f"template {name} is not UTF-8 text: {exc}") from None
+        except UnicodeDecodeError as exc:  # raised before Jinja knows the file: the first directory holding it
+            path = next(directory / name for directory in template_dirs if (directory / name).is_file())
+            raise TemplateLoadError(f"template {path} is not UTF-8 text: {exc}") from None
     return env
 
 
