@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import resource
 import socket
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -46,6 +48,15 @@ def answers(port: int) -> bool:
             return response.status == 200
     except OSError:  # refused, or reset by a server that stopped
         return False
+
+
+def get_json(base_url: str, path: str) -> tuple[int, Any]:
+    """The status and JSON body of GET ``path``, an error status included."""
+    try:
+        with urllib.request.urlopen(base_url + path, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.load(refused)
 
 
 def refuses_connections(port: int) -> bool:

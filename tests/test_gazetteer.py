@@ -4,10 +4,12 @@ exonyms, qualifiers, ambiguity, not-found, reverse geocoding, and how the index 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import logging
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +19,7 @@ import time
 
 import psutil
 import pytest
+from servers import get_json, serving_in_thread
 
 from solarserv import config
 from solarserv.cli import main
@@ -27,6 +30,8 @@ from solarserv.geo.geometry import distance_and_bearing
 from solarserv.geo.matching import Match, choose, fold, is_short_form, relevant, split_qualifiers
 from solarserv.geo.offline import OfflineGeocoder, read_towns
 from solarserv.models import Place
+from solarserv.timefmt import format_coordinates
+from solarserv.web.app import Services
 
 
 @pytest.fixture(scope="session")
@@ -931,6 +936,13 @@ def damaged_copy(data_dir, into):
     return damaged
 
 
+def malformed(index) -> str:
+    """The one line logged when the index's file is found damaged (SQLite: "database disk image is malformed")."""
+    return (f"the gazetteer index {index} cannot be read (database disk image is malformed): place names get 503 "
+            "GEOCODER_UNAVAILABLE and coordinates are shown without a place name; delete the file, and the next "
+            "start builds it again")
+
+
 def test_an_index_that_cannot_be_read_gives_503_as_one_that_cannot_be_built(geocoder, data_dir, tmp_path, caplog):
     asyncio.run(geocoder.gazetteer())  # the session's index is built
     damaged = damaged_copy(data_dir, tmp_path)
@@ -942,9 +954,83 @@ def test_an_index_that_cannot_be_read_gives_503_as_one_that_cannot_be_built(geoc
     assert not unreadable.ready
     # Logged once, wherever it was met first (a request, or the places read for reverse geocoding).
     assert [(record.getMessage(), record.exc_info) for record in caplog.records if record.levelno >= logging.ERROR] == [
-        (f"the gazetteer index {damaged} cannot be read (database disk image is malformed): place names get 503 "
-         "GEOCODER_UNAVAILABLE and coordinates are shown without a place name; delete the file, and the next "
-         "start builds it again", None)]
+        (malformed(damaged), None)]
+
+
+SOLAR_TIME = "/api/v1/solar-time?date=2026-07-14&local_time=14:30&"
+NAME_QUERY = SOLAR_TIME + "place_name="
+POINT_QUERY = SOLAR_TIME + "latitude=48.8584&longitude=2.2945"
+
+
+@contextlib.contextmanager
+def serving_a_copy(base_settings, into):
+    """The real app on a copy of the session's index in ``into``, served from a thread, once it has read its places
+    for reverse geocoding (a point's answer waits for them; Sydney's, so that Paris's place is still to be read from
+    the index). Yields the base URL and the copy's path."""
+    index = gazetteer.index_path(into)
+    shutil.copyfile(gazetteer.index_path(base_settings.data_dir), index)
+    settings = dataclasses.replace(base_settings, data_dir=into)
+    with serving_in_thread(settings, lambda: Services.build(settings)) as url:
+        assert get_json(url, SOLAR_TIME + "latitude=-33.87&longitude=151.21")[0] == 200
+        yield url, index
+
+
+def truncated(index):
+    with index.open("r+b") as file:  # in place, as a disk filling up or a copy cut short leaves it
+        file.truncate(10_000_000)
+
+
+def overwritten(index):
+    index.write_text("not a database\n" * 1000)  # in place, as a `cp` or a restore over it does
+
+
+@pytest.mark.parametrize("damage", [truncated, overwritten])
+@pytest.mark.parametrize("first", [NAME_QUERY + "Nairobi", POINT_QUERY], ids=["name first", "point first"])
+def test_an_index_damaged_while_the_server_runs_gives_503_for_names_and_coordinates_as_themselves(
+        base_settings, tmp_path, caplog, damage, first):
+    with serving_a_copy(base_settings, tmp_path) as (url, index):
+        damage(index)
+        queries = [first, NAME_QUERY + "Lima", NAME_QUERY + "Quito", POINT_QUERY]
+        answers = [get_json(url, first)]  # finds the damage, looking the name up or the point's town
+        with concurrent.futures.ThreadPoolExecutor(2) as clients:  # then two at once
+            answers += clients.map(lambda query: get_json(url, query), queries[1:3])
+        answers.append(get_json(url, POINT_QUERY))
+        health = get_json(url, "/healthz")[1]
+    names = [answer for query, answer in zip(queries, answers, strict=True) if query.startswith(NAME_QUERY)]
+    points = [answer for query, answer in zip(queries, answers, strict=True) if query == POINT_QUERY]
+    assert [(status, body["error"]["code"]) for status, body in names] == [(503, "GEOCODER_UNAVAILABLE")] * len(names)
+    assert names[0][1]["error"]["message"] == ("The offline gazetteer index could not be built or read (see the log); "
+                                               "send latitude and longitude instead.")
+    # As the log line says: coordinates are still answered, shown as themselves. They were a 503 once the index was
+    # given up.
+    assert [status for status, _ in points] == [200] * len(points)
+    assert [body["location"]["display_name"] for _, body in points] == [format_coordinates(48.8584, 2.2945)] * len(
+        points)
+    assert health["geocoder_ready"] is False
+    # One line, without a traceback, for the server's life: not one per request.
+    assert [(record.getMessage(), record.exc_info) for record in caplog.records if record.name == "solarserv.geo"] == [
+        (malformed(index), None)]
+
+
+def test_an_index_removed_while_the_server_runs_is_still_read_until_it_stops(base_settings, tmp_path, caplog):
+    with serving_a_copy(base_settings, tmp_path) as (url, index):
+        index.unlink()  # the open file stays readable; the next start builds the index again
+        name = get_json(url, NAME_QUERY + "Nairobi")
+        point = get_json(url, POINT_QUERY)
+        health = get_json(url, "/healthz")[1]
+    assert (name[0], name[1]["location"]["display_name"]) == (200, "Nairobi, Nairobi City, Kenya")
+    assert (point[0], point[1]["location"]["display_name"]) == (200, "Paris, Île-de-France, France")
+    assert health["geocoder_ready"] is True
+    assert not [record for record in caplog.records if record.name == "solarserv.geo"]
+
+
+def test_places_read_before_a_fork_from_an_index_that_cannot_be_read_are_none_and_one_line_says_why(
+        geocoder, data_dir, tmp_path, caplog):
+    asyncio.run(geocoder.gazetteer())  # the session's index is built
+    damaged = damaged_copy(data_dir, tmp_path)
+    assert read_towns(tmp_path) is None  # the workers then try for themselves, and fail as a single process does
+    assert [(record.getMessage(), record.exc_info) for record in caplog.records if record.levelno >= logging.ERROR] == [
+        (malformed(damaged), None)]
 
 
 def test_calc_on_an_index_that_cannot_be_read_says_so_in_one_line(geocoder, data_dir, tmp_path, capsys):

@@ -120,6 +120,9 @@ class OfflineGeocoder:
             first, self._given_up = not self._given_up, True
         if first:
             log.error(_UNREADABLE, self._path, failure)
+            # The places read from it go first: `describe` then answers None without asking `gazetteer()`, which
+            # refuses with a 503 once the index is gone, as it does after a failed build.
+            self._loading_towns = _done(None)
             self._building = _done(None)  # before the index goes: `gazetteer()` then finds the build failed
             self._gazetteer = None
         return True
