@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from solarserv import calculation, geo
 from solarserv import civil as civil_time
-from solarserv.errors import ApiError
+from solarserv.errors import ApiError, timezone_unresolved
 from solarserv.geo.timezones import TimezoneLocator
 from solarserv.geo.zones import country_at, has_zone, keeps_zone_unnamed
 from solarserv.models import Location, Place, Report, SolarQuery
@@ -89,7 +89,11 @@ class Pipeline:
                 self._give_zones(error.extra["candidates"])
             raise
         place = located.place
-        zone = self._zone_of(place.timezone, place.latitude, place.longitude)
+        try:
+            zone = self._zone_of(place.timezone, place.latitude, place.longitude)
+        except ApiError as unresolved:
+            # Its message names only the point, which the client never sent: say it is where the name was found.
+            raise timezone_unresolved(f"'{name}' was found as {place.display_name}: {unresolved.message}") from None
         return Location(
             place_name=name,
             display_name=place.display_name,

@@ -27,6 +27,7 @@ import tornado.iostream
 import tornado.netutil
 import tornado.web
 from defaults import settings as default_settings
+from servers import get_json, serving_in_thread
 
 from solarserv import config
 from solarserv.cli import main
@@ -35,6 +36,7 @@ from solarserv.geo import build_geocoder, online
 from solarserv.geo.online import PROVIDER_THREADS, PROVIDERS, OnlineGeocoder, _population
 from solarserv.models import SolarQuery
 from solarserv.pipeline import Pipeline
+from solarserv.web.app import Services
 
 LICENCE = "Data © OpenStreetMap contributors, ODbL 1.0. http://osm.org/copyright"
 
@@ -97,6 +99,14 @@ NOMINATIM_SEARCH = {
     "Everywhere": [nominatim_place("Everywhere", 10.0 + n, 5.0, f"Land {n}", chr(65 + n) + "X", None, str(1000 - n))
                    for n in range(25)],
     "Unreadable": [{"place_id": 1, "display_name": "Somewhere", "address": {"country_code": "fr"}}],
+    # Points in no zone's boundaries: an uninhabited island far out at sea, and a namesake of a town that the
+    # provider's data (anyone's edit) puts in mid-Atlantic.
+    "Bouvet Island": [nominatim_place("Bouvet Island", -54.4207915, 3.3464497, "Bouvet Island", "bv",
+                                      addresstype="island")],
+    "Atlantis": [nominatim_place("Atlantis", 26.5909, -80.1009, "United States", "us", "Florida", "2142"),
+                 nominatim_place("Atlantis", 30.0, -40.0, "Portugal", "pt", "Azores")],
+    # A town 6 km from another country's clocks.
+    "Badajoz": [nominatim_place("Badajoz", 38.8794, -6.9707, "Spain", "es", "Extremadura", "150702")],
 }
 # Reverse geocoding asks for the point to 3 decimals (TOWN_DECIMALS): these are the points asked.
 NOMINATIM_REVERSE = {(48.858, 2.295): {**PARIS_FR, "type": "city"}}
@@ -125,6 +135,7 @@ PHOTON_SEARCH = {
                              photon_feature("München", 50.75, 11.5, "Germany", "DE", "Thuringia", "village")],
     "Wien": [photon_feature("Vienna", 48.2083537, 16.3725042, "Austria", "AT", "Vienna"),
              photon_feature("Wien", 44.9, -89.9, "United States", "US", "Wisconsin", "village")],
+    "Badajoz": [photon_feature("Badajoz", 38.8794, -6.9707, "Spain", "ES", "Extremadura")],
 }
 # Photon's reverse answers the nearest object: a street in a town, a place node, a track out in the country.
 PHOTON_REVERSE = {
@@ -755,6 +766,44 @@ def test_409_candidates_carry_their_zone_and_no_population_the_provider_does_not
         asyncio.run(pipeline.locate(SolarQuery(dt.date(2026, 7, 14), dt.time(14, 30), place_name="Paris")))
     candidates = refused.value.extra["candidates"]
     assert [(c["timezone"], c["population"]) for c in candidates] == zones_and_populations
+
+
+@contextlib.contextmanager
+def serving_with(provider_server, name: str, data_dir):
+    """The real app with GEOCODER=`name` asking the provider server, served from a thread. Yields the base URL."""
+    settings = settings_for(provider_server, name, data_dir=data_dir)
+    with serving_in_thread(settings, lambda: Services.build(settings)) as url:
+        yield url
+
+
+SOLAR_TIME_OF = "/api/v1/solar-time?date=2026-07-14&local_time=14:30&place_name="
+
+
+def test_a_place_whose_point_lies_in_no_zone_is_a_422_naming_the_place_found_and_its_point(provider_server, tmp_path):
+    with serving_with(provider_server, "nominatim", tmp_path) as url:
+        status, body = get_json(url, SOLAR_TIME_OF + "Bouvet%20Island")
+    assert (status, body["error"]["code"]) == (422, "TIMEZONE_RESOLUTION_FAILED")
+    # It named only a point the client never sent, as if coordinates had been asked for.
+    assert body["error"]["message"] == (
+        "'Bouvet Island' was found as Bouvet Island: 54.4208°S, 3.3464°E is in international waters, or on an "
+        "uninhabited island outside every time zone's boundaries, where no IANA timezone applies.")
+
+
+def test_a_409_candidate_whose_point_lies_in_no_zone_has_a_null_timezone(provider_server, tmp_path):
+    with serving_with(provider_server, "nominatim", tmp_path) as url:
+        status, body = get_json(url, SOLAR_TIME_OF + "Atlantis")
+    assert (status, body["error"]["code"]) == (409, "AMBIGUOUS_LOCATION")
+    assert [(c["display_name"], c["timezone"]) for c in body["error"]["candidates"]] == [
+        ("Atlantis, Florida, United States", "America/New_York"), ("Atlantis, Azores, Portugal", None)]
+
+
+@pytest.mark.parametrize("name", ["nominatim", "photon"])
+def test_a_place_near_a_zone_border_is_answered_in_its_zone_with_medium_confidence_saying_why(provider_server,
+                                                                                              tmp_path, name):
+    with serving_with(provider_server, name, tmp_path) as url:
+        status, body = get_json(url, SOLAR_TIME_OF + "Badajoz")
+    assert (status, body["timezone"], body["confidence"]) == (200, "Europe/Madrid", "MEDIUM")
+    assert "  – MEDIUM: the point is within about 10 km of a timezone border" in body["validation"].splitlines()
 
 
 def test_photon_one_place_and_an_exonym(photon):
