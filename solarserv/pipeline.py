@@ -145,18 +145,11 @@ class Pipeline:
 
     def _country_of_point(self, latitude: float, zone: str, described: Place | None) -> str:
         """The country a point is in: its zone's, as the nearest town may lie across a border. Where the zone
-        also covers a country that has no name of its own for it, the described town's country when the town
-        is in the same zone: Hanoi is in Asia/Bangkok, Thailand's zone in zone.tab, and in Vietnam."""
+        also covers a country that has no name of its own for it, the described town's country: Hanoi is in
+        Asia/Bangkok, Thailand's zone in zone.tab, and in Vietnam."""
         country = country_at(latitude, zone)
         if not described:
             return country or ""
-        if (described.country_code not in ("", country)
-                and keeps_zone_unnamed(described.country_code, zone) and self._in_zone(described, zone)):
+        if described.country_code not in ("", country) and keeps_zone_unnamed(described.country_code, zone):
             return described.country_code
         return country or described.country_code
-
-    def _in_zone(self, place: Place, zone: str) -> bool:
-        try:
-            return self.timezones.zone_at(place.latitude, place.longitude) == zone
-        except ApiError:  # a town whose point lies on water
-            return False
