@@ -204,7 +204,7 @@ def url_option_fault(url: str) -> str | None:
             _connection_pool(alone).make_connection()
         except TypeError:  # a keyword argument the connection does not take
             return f"redis-py takes no option ?{name}= in a {parts.scheme}:// URL"
-        except (ValueError, redis.exceptions.RedisError):
+        except Exception:  # ValueError, RedisError; or an object's attribute looked up on the string (?retry=)
             return f"redis-py cannot read the value of ?{name}="
     return None
 

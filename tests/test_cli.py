@@ -402,6 +402,7 @@ def refused_at_start(arguments: list[str], log_path: Path) -> tuple[int, list[st
     ("socket_timeout=x", "redis-py cannot read the value of ?socket_timeout="),
     ("health_check_interval=-", "redis-py cannot read the value of ?health_check_interval="),
     ("protocol=4", "redis-py cannot read the value of ?protocol="),
+    ("retry=3", "redis-py cannot read the value of ?retry="),  # an object in Python, a string in a URL
     ("s3cret_option=s3cret", "redis-py takes no option ?s3cret_option= in a redis:// URL"),
     ("ssl_cert_reqs=none", "redis-py takes no option ?ssl_cert_reqs= in a redis:// URL"),
 ])
