@@ -50,3 +50,11 @@ def test_the_suite_runs_on_pinned_releases_of_everything_it_installed():
     assert not brought - set(pinned), f"constraints.txt pins no release of {sorted(brought - set(pinned))}"
     differ = {name: (installed[name], pinned[name]) for name in brought if installed[name] != pinned[name]}
     assert not differ, f"installed, pinned: {differ}; scripts/test installs the pins into .venv"
+
+
+def test_the_bootstrap_builds_solarserv_with_pinned_setuptools_too():
+    # pip's --constraint reaches none of what it installs to build the editable solarserv (setuptools, wheel,
+    # packaging in their own environment): a fresh clone built it with the newest setuptools the index had.
+    script = (ROOT / "scripts" / "_bootstrap").read_text().replace("\\\n", " ")  # continued lines as one
+    installs = [line.split() for line in script.splitlines() if " -e " in line and "pip install" in line]
+    assert installs and all({"--constraint", "--build-constraint"} <= set(words) for words in installs)
