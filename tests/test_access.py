@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import http.client
 import json
 import logging
@@ -153,6 +154,9 @@ async def test_a_key_in_two_x_api_key_headers_is_one_key_and_two_keys_are_told_a
     assert reply.status == 401 and reply.headers["X-API-Key-Status"] == "invalid"
     assert reply.json()["error"] == {"code": "INVALID_API_KEY", "message": "The X-API-Key header is given 2 different "
                                                                            "keys; send the one key to use."}
+    reply = await api(PARIS_GET, headers={"X-API-Key": UNKNOWN_KEY})
+    assert reply.json()["error"] == {"code": "INVALID_API_KEY", "message": "The API key in the X-API-Key header is "
+                                                                           "not recognised or has been deactivated."}
 
 
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
@@ -196,6 +200,16 @@ async def test_a_valid_key_has_its_own_count_and_rpm(api, keys):
     assert statuses == [200] * 10 + [429]
     anonymous = await api(PARIS_GET)
     assert anonymous.status == 200 and limits(anonymous)[:2] == (ANON_RPM, ANON_RPM - 1)
+
+
+async def test_each_key_is_counted_on_its_own_under_the_first_16_hex_digits_of_its_digest(api, keys, limiter):
+    # README (Rate limits): the counter is `key:` + 16 hex digits of the key's SHA-256, not one count for all keys.
+    first, second = (keys.create(label, "free", by="a test").key for label in ("Acme", "Globex"))
+    statuses = [(await api(PARIS_GET, headers={"X-API-Key": first})).status for _ in range(11)]
+    assert statuses == [200] * 10 + [429]
+    assert (await api(PARIS_GET, headers={"X-API-Key": second})).status == 200
+    counters = [f"key:{hashlib.sha256(key.encode()).hexdigest()[:16]}" for key in (first, second)]
+    assert await limiter.current_counts(counters) == dict(zip(counters, [11, 1], strict=True))
 
 
 @pytest.mark.parametrize("overrides", [{"api_key_required": True}])
