@@ -54,6 +54,7 @@ async def test_a_request_counted_after_its_minute_turned_leaves_the_new_minutes_
     # Read the clock at hh:07:59.9 and counted at hh:08:00.2, after a Redis that did not answer in time.
     assert await counters.increment(name, 7) == 1
     assert await counters.increment(name, 8) == 3
+    assert await counters.increment(name, 7) == 2  # the minute before the latest is kept, not started afresh
     assert await counters.peek([name], 8) == [3]
 
 
@@ -267,6 +268,8 @@ async def test_a_request_redis_counts_after_it_timed_out_is_not_counted_twice_wh
             assert (await limiter.hit("client", 10)).count == 4  # sent to Redis, no answer in time
             server.resume()  # Redis reads the command it was sent, and counts it
             assert (await limiter.hit("client", 10)).count == 5  # not 6: counted in Redis, not here too
+            server.pause()
+            assert (await limiter.hit("client", 10)).count == 6  # the 5 Redis gave, and this one: the 4th not again
         finally:
             server.resume()
             await limiter.close()
