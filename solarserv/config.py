@@ -237,7 +237,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory for the SQLite key store and the gazetteer index.", commands=(SERVE, CALC, KEYS)),
     Setting("redis_url", "REDIS_URL", "--redis-url", _redis_url, None,
             "Redis URL for shared rate-limit counters: redis://[[user]:password@]host[:port][/db], rediss://… "
-            "(TLS) or unix://path[?db=N]; unset: in-process counters.", shown_in_errors=redis_url_shown),
+            "(TLS) or unix://path[?db=N], with the query options under Several processes or machines; unset: "
+            "in-process counters.", shown_in_errors=redis_url_shown),
     Setting("api_key_required", "API_KEY_REQUIRED", None, _bool, False,
             "true: every API request needs a valid X-API-Key."),
     Setting("admin_token", "ADMIN_TOKEN", None, str, None,

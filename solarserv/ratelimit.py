@@ -11,12 +11,13 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import redis.asyncio
 import redis.exceptions
@@ -193,20 +194,83 @@ def _connection_pool(url: str) -> redis.asyncio.BlockingConnectionPool:
 
 
 def url_option_fault(url: str) -> str | None:
-    """What redis-py cannot use among the options in ``url``'s query, naming the first such option and never its
-    value (a query may hold a password), else None. redis-py reads them only as it builds a connection: one it could
-    not read stopped `solarserv serve` with a traceback, or passed the start and made Redis look unreachable for as
-    long as the server ran. Each is tried alone, on a connection built as RedisCounters builds one, not opened."""
+    """What is wrong with the options in ``url``'s query, naming the first such option and never its value (a query
+    may hold a password), else None. redis-py passes an option it does not know to the connection as a text, and one
+    it does know overrides what ``_connection_pool`` sets: either stopped `solarserv serve` with a traceback, made
+    Redis look unreachable at every request, or undid the bounds README gives. So only the options an operator has
+    reason to set are taken (``_URL_OPTIONS``), each with its value checked, and every other is refused by name."""
     parts = urlsplit(url)
     for name, values in parse_qs(parts.query).items():  # as redis-py reads it: options without a value left out
-        alone = parts._replace(query=urlencode({name: values[0]})).geturl()
-        try:
-            _connection_pool(alone).make_connection()
-        except TypeError:  # a keyword argument the connection does not take
-            return f"redis-py takes no option ?{name}= in a {parts.scheme}:// URL"
-        except Exception:  # ValueError, RedisError; or an object's attribute looked up on the string (?retry=)
-            return f"redis-py cannot read the value of ?{name}="
+        if name in _SET_BY_SOLARSERV:
+            return f"solarserv sets ?{name}= itself: {_SET_BY_SOLARSERV[name]}; see README"
+        option = _URL_OPTIONS.get(name)
+        if option is None:
+            taken = ", ".join(f"?{taken}=" for taken, option in _URL_OPTIONS.items() if parts.scheme in option.schemes)
+            return f"solarserv takes no option ?{name}= in a {parts.scheme}:// URL; it takes {taken}"
+        if parts.scheme not in option.schemes:
+            return f"solarserv takes ?{name}= only in a {' or '.join(f'{s}://' for s in option.schemes)} URL"
+        if option.check is not None and not option.check(values[0]):  # redis-py reads the first
+            return f"?{name}= must be {option.expected}"
     return None
+
+
+@dataclass(frozen=True)
+class _UrlOption:
+    """A REDIS_URL option solarserv takes: in which schemes, and what its value must be."""
+
+    schemes: tuple[str, ...]
+    check: Callable[[str], bool] | None = None  # None: any text
+    expected: str = ""  # what ``check`` takes, as a refusal says it
+
+
+def _true_or_false(value: str) -> bool:
+    # Not "on" and "off": redis-py reads every word but 0, f, false, n and no as true, "off" among them.
+    return value.casefold() in {"true", "false", "yes", "no", "1", "0"}
+
+
+def _readable_file(value: str) -> bool:
+    return os.path.isfile(value) and os.access(value, os.R_OK)
+
+
+_TLS = ("rediss",)
+_EVERY_SCHEME = ("redis", "rediss", "unix")
+# What solarserv lets through to redis-py, and why each is one an operator needs.
+_URL_OPTIONS = {
+    # The credentials, where a URL gives them as options rather than before the host (the latter win in redis-py).
+    "username": _UrlOption(_EVERY_SCHEME),
+    "password": _UrlOption(_EVERY_SCHEME),
+    # Names these connections in Redis's CLIENT LIST, to tell solarserv's from others'. Redis refuses a name with a
+    # space or a character outside printable ASCII, which would fail every connection.
+    "client_name": _UrlOption(_EVERY_SCHEME, lambda value: all("!" <= char <= "~" for char in value),
+                              "printable ASCII without spaces, as Redis takes a client name"),
+    # A socket has no path left for the database. config._redis_url checks the number, and refuses ?db= elsewhere.
+    "db": _UrlOption(("unix",)),
+    # How a TLS connection checks Redis's certificate and shows its own: what a managed or self-run TLS Redis needs.
+    "ssl_cert_reqs": _UrlOption(_TLS, lambda value: value in {"none", "optional", "required"},
+                                "none, optional or required"),
+    "ssl_ca_certs": _UrlOption(_TLS, _readable_file, "a file solarserv can read"),
+    "ssl_ca_path": _UrlOption(_TLS, os.path.isdir, "a directory"),
+    "ssl_certfile": _UrlOption(_TLS, _readable_file, "a file solarserv can read"),
+    "ssl_keyfile": _UrlOption(_TLS, _readable_file, "a file solarserv can read"),
+    "ssl_check_hostname": _UrlOption(_TLS, _true_or_false, "true or false"),
+    # Python already refuses TLS before 1.2; 1.3 is the one left to require.
+    "ssl_min_version": _UrlOption(_TLS, lambda value: value in {"771", "772"},
+                                  "771 (TLS 1.2) or 772 (TLS 1.3), as Python's ssl.TLSVersion numbers them"),
+}
+# The options _connection_pool sets, which one in the URL would override, and what each setting keeps.
+_RETRY = "one immediate retry replaces a connection a Redis restart dropped, and none follows a timeout"
+_SET_BY_SOLARSERV = {
+    "socket_timeout": f"{REDIS_COMMAND_TIMEOUT_SECONDS:g} s bounds each request's exchange with Redis",
+    "socket_connect_timeout": f"{REDIS_CONNECT_TIMEOUT_SECONDS:g} s bounds each connect to Redis",
+    "timeout": f"the wait for a pooled connection is within the {REDIS_COMMAND_TIMEOUT_SECONDS:g} s that bounds each "
+               "request's exchange with Redis",
+    "max_connections": f"each process keeps at most {REDIS_MAX_CONNECTIONS} connections to Redis",
+    "retry": _RETRY,
+    "retry_on_timeout": _RETRY,
+    "retry_on_error": _RETRY,
+    "health_check_interval": "a pooled connection that died is replaced by its one retry, not looked for by a PING "
+                             "before each command",
+}
 
 
 # redis-py's TimeoutError when a connection could not be opened within socket_connect_timeout (a host gone, or

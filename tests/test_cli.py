@@ -396,26 +396,68 @@ def refused_at_start(arguments: list[str], log_path: Path) -> tuple[int, list[st
     return server.returncode, log_path.read_text().splitlines()
 
 
-# Each option is one redis-py reads only as it builds a connection: it stopped serve with a traceback, or (a rediss://
-# URL's) let it start and called Redis unreachable at every request.
+TAKEN_OVER_TCP = "?username=, ?password=, ?client_name="
+TAKEN_OVER_TLS = (f"{TAKEN_OVER_TCP}, ?ssl_cert_reqs=, ?ssl_ca_certs=, ?ssl_ca_path=, ?ssl_certfile=, ?ssl_keyfile=, "
+                  "?ssl_check_hostname=, ?ssl_min_version=")
+RETRY = "one immediate retry replaces a connection a Redis restart dropped, and none follows a timeout"
+
+
+# Each was taken, against a Redis that answers: the first four stopped serve with a traceback (?encoding=,
+# ?event_dispatcher=) or failed every request (?credential_provider=, ?redis_connect_func=), and those solarserv sets
+# itself overrode its bounds. A password in the query is never shown.
+@pytest.mark.redis
 @pytest.mark.parametrize(("query", "problem"), [
-    ("socket_timeout=x", "redis-py cannot read the value of ?socket_timeout="),
-    ("health_check_interval=-", "redis-py cannot read the value of ?health_check_interval="),
-    ("protocol=4", "redis-py cannot read the value of ?protocol="),
-    ("retry=3", "redis-py cannot read the value of ?retry="),  # an object in Python, a string in a URL
-    ("s3cret_option=s3cret", "redis-py takes no option ?s3cret_option= in a redis:// URL"),
-    ("ssl_cert_reqs=none", "redis-py takes no option ?ssl_cert_reqs= in a redis:// URL"),
+    ("encoding=bogus", "solarserv takes no option ?encoding= in a {scheme}:// URL; it takes {taken}"),
+    ("event_dispatcher=x", "solarserv takes no option ?event_dispatcher= in a {scheme}:// URL; it takes {taken}"),
+    ("credential_provider=x", "solarserv takes no option ?credential_provider= in a {scheme}:// URL; it takes {taken}"),
+    ("redis_connect_func=x", "solarserv takes no option ?redis_connect_func= in a {scheme}:// URL; it takes {taken}"),
+    ("s3cret_option=s3cret", "solarserv takes no option ?s3cret_option= in a {scheme}:// URL; it takes {taken}"),
+    ("protocol=3", "solarserv takes no option ?protocol= in a {scheme}:// URL; it takes {taken}"),
+    ("socket_timeout=60", "solarserv sets ?socket_timeout= itself: 0.5 s bounds each request's exchange with Redis; "
+     "see README"),
+    ("socket_timeout=x", "solarserv sets ?socket_timeout= itself: 0.5 s bounds each request's exchange with Redis; "
+     "see README"),
+    ("socket_connect_timeout=60", "solarserv sets ?socket_connect_timeout= itself: 0.25 s bounds each connect to "
+     "Redis; see README"),
+    ("timeout=60", "solarserv sets ?timeout= itself: the wait for a pooled connection is within the 0.5 s that "
+     "bounds each request's exchange with Redis; see README"),
+    ("max_connections=1000", "solarserv sets ?max_connections= itself: each process keeps at most 10 connections to "
+     "Redis; see README"),
+    ("retry=3", f"solarserv sets ?retry= itself: {RETRY}; see README"),
+    ("retry_on_timeout=true", f"solarserv sets ?retry_on_timeout= itself: {RETRY}; see README"),
+    ("retry_on_error=x", f"solarserv sets ?retry_on_error= itself: {RETRY}; see README"),
+    ("health_check_interval=30", "solarserv sets ?health_check_interval= itself: a pooled connection that died is "
+     "replaced by its one retry, not looked for by a PING before each command; see README"),
+    ("client_name=solar%20serv", "?client_name= must be printable ASCII without spaces, as Redis takes a client name"),
 ])
 @pytest.mark.parametrize("scheme", ["redis", "rediss"])
-def test_a_redis_url_option_redis_py_cannot_use_stops_serve_in_one_line_naming_it(data_dir, tmp_path, query, problem,
-                                                                                   scheme):
-    if scheme == "rediss":
-        if query == "ssl_cert_reqs=none":  # a TLS connection takes it
-            query, problem = "ssl_cert_reqs=bogus", "redis-py cannot read the value of ?ssl_cert_reqs="
-        problem = problem.replace("redis://", "rediss://")
+def test_a_redis_url_option_solarserv_does_not_take_stops_serve_in_one_line_naming_it(redis_url, data_dir, tmp_path,
+                                                                                       query, problem, scheme):
+    where = urlsplit(redis_url)
+    problem = problem.format(scheme=scheme, taken=TAKEN_OVER_TLS if scheme == "rediss" else TAKEN_OVER_TCP)
     log_path = tmp_path / "server.log"
     assert refused_at_start(["--port", "0", "--data-dir", str(data_dir), "--redis-url",
-                             f"{scheme}://:s3cret@127.0.0.1:6379/0?password=s3cret&{query}"], log_path) == (2, [
+                             f"{scheme}://:s3cret@{where.netloc}/0?password=s3cret&{query}"], log_path) == (2, [
+        f"solarserv: error: --redis-url='{scheme}://{where.netloc}/0': {problem}"])
+
+
+@pytest.mark.parametrize(("scheme", "query", "problem"), [
+    ("redis", "ssl_cert_reqs=none", "solarserv takes ?ssl_cert_reqs= only in a rediss:// URL"),  # not TLS
+    ("rediss", "ssl_cert_reqs=bogus", "?ssl_cert_reqs= must be none, optional or required"),
+    # redis-py reads every word but 0, f, false, n and no as true.
+    ("rediss", "ssl_check_hostname=off", "?ssl_check_hostname= must be true or false"),
+    ("rediss", "ssl_ca_certs=missing.pem", "?ssl_ca_certs= must be a file solarserv can read"),
+    ("rediss", "ssl_certfile=.", "?ssl_certfile= must be a file solarserv can read"),
+    ("rediss", "ssl_keyfile=missing.key", "?ssl_keyfile= must be a file solarserv can read"),
+    ("rediss", "ssl_ca_path=missing", "?ssl_ca_path= must be a directory"),
+    ("rediss", "ssl_min_version=770", "?ssl_min_version= must be 771 (TLS 1.2) or 772 (TLS 1.3), as Python's "
+     "ssl.TLSVersion numbers them"),
+])
+def test_a_tls_option_out_of_place_or_with_a_value_it_cannot_have_stops_serve_in_one_line(data_dir, tmp_path, scheme,
+                                                                                          query, problem):
+    log_path = tmp_path / "server.log"
+    assert refused_at_start(["--port", "0", "--data-dir", str(data_dir), "--redis-url",
+                             f"{scheme}://127.0.0.1:6379/0?{query}"], log_path) == (2, [
         f"solarserv: error: --redis-url='{scheme}://127.0.0.1:6379/0': {problem}"])
 
 

@@ -136,6 +136,20 @@ async def test_a_redis_count_expires_after_its_window_and_survives_a_flushed_scr
 
 
 @pytest.mark.redis
+async def test_an_option_solarserv_takes_in_redis_url_reaches_redis(redis_url, clock):
+    url = config.load(environ={"REDIS_URL": f"{redis_url}?client_name=solarserv-{unique_name()}"}).redis_url
+    counters = RedisCounters(url)
+    inspector = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        assert await counters.increment(unique_name(), int(clock() // WINDOW_SECONDS)) == 1
+        assert urlsplit(url).query.removeprefix("client_name=") in [client["name"] for client in
+                                                                    await inspector.client_list()]
+    finally:
+        await counters.close()
+        await inspector.aclose()
+
+
+@pytest.mark.redis
 async def test_two_limiters_on_one_redis_share_one_count(redis_url, clock):
     first = RateLimiter(RedisCounters(redis_url), clock=clock)
     second = RateLimiter(RedisCounters(redis_url), clock=clock)
@@ -571,6 +585,8 @@ def test_memory_only_limiter_reports_no_redis():
     ("redis://127.0.0.1", "redis://127.0.0.1"),
     ("unix:///run/redis.sock?db=2&password=s3cret", "unix:///run/redis.sock?db=2"),  # a socket's database
     ("redis://user:9999%2Fs3cret@cache.example:6379/0", "redis://cache.example:6379/0"),  # a "/" in a password
+    ("rediss://cache.example:6380/0?ssl_cert_reqs=required&ssl_check_hostname=yes&ssl_min_version=772"
+     "&client_name=solarserv", "rediss://cache.example:6380/0"),  # options solarserv takes
 ])
 def test_logged_redis_urls_hold_no_password_and_name_the_database_used(url, shown):
     assert config.load(environ={"REDIS_URL": url}).redis_url == url
