@@ -153,14 +153,19 @@ async def test_an_option_solarserv_takes_in_redis_url_reaches_redis(redis_url, c
 async def test_two_limiters_on_one_redis_share_one_count(redis_url, clock):
     first = RateLimiter(RedisCounters(redis_url), clock=clock)
     second = RateLimiter(RedisCounters(redis_url), clock=clock)
+    # A process that counted none of them, as a console's process may be: it shows the shared count too.
+    onlooker = RateLimiter(RedisCounters(redis_url), clock=clock)
     name = unique_name()
     try:
         decisions = [await limiter.hit(name, 4) for limiter in (first, second, first, second, first)]
+        # The second last heard 4 from Redis, the onlooker nothing: each shows what Redis holds, not what it saw.
+        shown = [await limiter.current_counts([name]) for limiter in (first, second, onlooker)]
     finally:
-        await first.close()
-        await second.close()
+        for limiter in (first, second, onlooker):
+            await limiter.close()
     assert [decision.count for decision in decisions] == [1, 2, 3, 4, 5]
     assert not decisions[-1].allowed
+    assert shown == [{name: 5}] * 3
 
 
 @pytest.mark.redis
