@@ -29,6 +29,7 @@ from solarserv.timefmt import (
     (dt.datetime(2026, 7, 14, 12, 33, 29, 499_999), "12:33:29"),
     (dt.datetime(2026, 7, 14, 23, 59, 59, 500_000, tzinfo=dt.UTC), "00:00:00"),  # wraps at midnight
     (dt.time(6, 2, 2), "06:02:02"),
+    (dt.time(23, 0, 5), "23:00:05"),  # fewer seconds past the hour than hours: an hour of 3601 s reads 22:
     (59.5, "00:01:00"),
     (-0.4, "00:00:00"),
     (86399.6, "00:00:00"),
@@ -38,10 +39,16 @@ def test_hms(value, text):
 
 
 @given(st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2050, 12, 31)))
+@example(dt.datetime(2026, 7, 14, 12, 33, 29, 499_999))  # a microsecond short of the half: it stays 12:33:29
 def test_hms_reads_the_clock_of_the_moment_rounded_to_the_second(moment):
     # The JSON writes true_solar_date from round_to_second and true_solar_time with format_hms: the
     # two must round alike, or 23:59:59.5 would read as 00:00:00 of the wrong date.
     assert format_hms(moment) == round_to_second(moment).strftime("%H:%M:%S")
+
+
+def test_a_moment_rounded_to_the_second_has_no_fraction_left():
+    assert round_to_second(dt.datetime(2026, 7, 14, 23, 59, 59, 600_000)) == dt.datetime(2026, 7, 15)
+    assert round_to_second(dt.datetime(2026, 7, 14, 12, 33, 29, 400_000)) == dt.datetime(2026, 7, 14, 12, 33, 29)
 
 
 def test_hm_and_clock():
@@ -81,6 +88,8 @@ def _json_figure(value: float) -> Decimal:
 @example(0.02499996)  # written 0.025 min, 1.5 s: it read "1 s", where the JSON's reader reads 2 s
 @example(-0.02499996)
 @example(-0.0250003)  # written -0.025 as well
+@example(0.0083)  # 0.498 s, within 3 ms of the half: written 0.0083 min, read 0 s
+@example(-1234.57499996)  # written -1234.575 min, -74074.5 s: the figure's whole-number path, far from zero
 def test_a_duration_is_the_jsons_figure_to_the_second(minutes):
     assert formatting.whole_seconds(minutes) == _rounded_by_size(_json_figure(minutes) * 60, "1")
 
@@ -88,6 +97,7 @@ def test_a_duration_is_the_jsons_figure_to_the_second(minutes):
 @given(st.floats(min_value=-90, max_value=360))
 @example(0.14999999)  # written 0.15: it read "0.1°", as "%.1f" rounds the binary 0.1499…
 @example(62.04999)  # written 62.05: it read "62.0°"
+@example(0.149954)  # written 0.15 as well, though further from the tie than "%.1f" rounds alike
 @example(-0.04)  # "0.0°", never "-0.0°"
 def test_an_angle_is_the_jsons_figure_to_a_tenth_of_a_degree(value):
     assert formatting.degrees(value) == f"{_rounded_by_size(_json_figure(value), '0.1')}°"
@@ -114,9 +124,15 @@ def hms_offset(hours: int, minutes: int, seconds: int, sign: int = 1) -> dt.time
     (hms_offset(0, 25, 21, -1), "-00:25", "-00:25:21"),  # Dublin Mean Time
     (hms_offset(0, 0, 29, -1), "+00:00", "-00:00:29"),  # rounds to zero: no minus sign
     (hms_offset(0, 0, 30, -1), "-00:01", "-00:00:30"),
+    # Offsets of zoneinfo's zones are whole seconds; a computed one rounds its half second up by its size too.
+    (hms_offset(0, 0, 29, -1) - dt.timedelta(microseconds=500_000), "-00:01", "-00:00:30"),
+    (hms_offset(0, 0, 29, -1) - dt.timedelta(microseconds=499_999), "+00:00", "-00:00:29"),
+    (hms_offset(24, 0, 0), "+24:00", "+24:00:00"),  # a day or more, as the mirror test below reaches
 ])
 def test_offsets_round_by_their_size_on_either_side_of_utc(offset, minute, exact):
     assert (format_offset(offset, "minute"), format_offset(offset, "second")) == (minute, exact)
+    # The offset a reading to the minute carries in the JSON is the one written.
+    assert format_offset(timefmt.offset_to_minute(offset), "second") == f"{minute}:00"
 
 
 @given(st.integers(min_value=1, max_value=26 * 3600), st.sampled_from(["auto", "minute", "second"]))
@@ -141,6 +157,8 @@ def test_the_json_offset_of_monrovia_mean_time_rounds_away_from_utc():
     (90.0, "90°N"),
     (0.0, "0°"),
     (-0.00004, "0°"),  # rounds to the equator: no letter, no minus sign
+    (0.5, "0.5°N"),  # within a degree of the equator, on either side
+    (-0.5, "0.5°S"),
 ])
 def test_latitude(latitude, text):
     assert format_latitude(latitude) == text
@@ -152,6 +170,8 @@ def test_latitude(latitude, text):
     (120.0, "120°E"),
     (0.0, "0°"),
     (-0.00001, "0°"),
+    (0.5, "0.5°E"),  # within a degree of the prime meridian, on either side
+    (-0.5, "0.5°W"),
     (180.0, "180°"),
     (-180.0, "180°"),
     (-179.99996, "180°"),  # the antimeridian is neither east nor west
