@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -169,13 +170,21 @@ def test_find_by_id_or_preview(store):
         store.find("99")
     with pytest.raises(KeyStoreError, match="No key has"):
         store.set_status(99, "inactive", by="a test")
-    for beyond_sqlite in ("9" * 20, "9" * 5000):  # larger than any id SQLite can hold
+    for beyond_sqlite in ("9" * 20, "9" * 5000, str(2**63)):  # larger than any id SQLite can hold
         with pytest.raises(KeyStoreError, match="No key has"):
             store.find(beyond_sqlite)
     with pytest.raises(KeyStoreError, match="No key has"):
         store.set_status(10**20, "inactive", by="a test")
     with pytest.raises(KeyStoreError, match="active or inactive"):
         store.set_status(record.id, "paused", by="a test")
+
+
+def test_a_key_of_the_largest_id_sqlite_holds_is_found_by_it(tmp_path, store):
+    record = store.create("Acme", "free", by="a test").record
+    largest = 2**63 - 1
+    with contextlib.closing(sqlite3.connect(tmp_path / "keys.db")) as other, other:
+        other.execute("update keys set id = ? where id = ?", [largest, record.id])
+    assert store.find(str(largest)) == dataclasses.replace(record, id=largest)
 
 
 def test_a_taken_preview_is_drawn_again(store, monkeypatch):
