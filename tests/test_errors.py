@@ -216,6 +216,24 @@ def test_a_chunked_body_still_coming_after_a_mebibyte_is_refused_at_once(live_se
         assert json.loads(response.read())["error"]["code"] == "REQUEST_TOO_LARGE"
 
 
+def test_a_chunked_body_of_a_mebibyte_exactly_is_read_to_its_end_and_the_connection_kept(live_server):
+    host, port = urlsplit(live_server).hostname, urlsplit(live_server).port
+    with socket.create_connection((host, port), timeout=30) as client:
+        client.sendall(b"POST /nope HTTP/1.1\r\nHost: solarserv\r\nTransfer-Encoding: chunked\r\n\r\n")
+        piece = b"x" * 65536
+        for _ in range(MAX_DRAINED_BYTES // len(piece)):
+            client.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        client.sendall(b"0\r\n\r\n")
+        refused = http.client.HTTPResponse(client)
+        refused.begin()
+        assert refused.status == 413 and refused.getheader("Connection") is None
+        assert json.loads(refused.read())["error"]["code"] == "REQUEST_TOO_LARGE"
+        client.sendall(b"GET /healthz HTTP/1.1\r\nHost: solarserv\r\n\r\n")  # the connection serves on
+        after = http.client.HTTPResponse(client)
+        after.begin()
+        assert after.status == 200
+
+
 @pytest.mark.parametrize("path", ["/", "/static/page.js"])
 async def test_a_body_over_16_kib_is_refused_by_the_page_and_its_files(api, path):
     reply = await api(path, "POST", "x" * 20_000, {"Content-Type": "text/plain"})
