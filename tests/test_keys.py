@@ -197,6 +197,14 @@ def test_a_taken_preview_is_drawn_again(store, monkeypatch):
     assert [key.label for key in store.all()] == ["Acme", "Beta"]
 
 
+def test_five_taken_previews_in_a_row_are_an_error_not_a_key(store, monkeypatch):
+    first = store.create("Acme", "free", by="a test")
+    monkeypatch.setattr(keys_module.secrets, "token_urlsafe", lambda size: first.key[4:8] + "z" * 39)
+    with pytest.raises(RuntimeError, match="^5 new keys in a row had a preview already taken"):
+        store.create("Beta", "free", by="a test")
+    assert [key.label for key in store.all()] == ["Acme"]
+
+
 def test_schema_comes_from_migrations_applied_once(tmp_path):
     KeyStore(tmp_path / "keys.db").close()
     KeyStore(tmp_path / "keys.db").close()  # reopening applies nothing twice
@@ -286,6 +294,13 @@ def is_closed(db: sqlite_utils.Database) -> bool:
     except sqlite3.ProgrammingError:  # "Cannot operate on a closed database."
         return True
     return False
+
+
+def test_a_data_dir_whose_parents_are_missing_is_made_with_them(tmp_path):
+    data_dir = tmp_path / "srv" / "solarserv" / "data"
+    with contextlib.closing(KeyStore.open(data_dir)) as store:
+        store.create("Acme", "free", by="a test")
+    assert (data_dir / "keys.db").is_file()
 
 
 def test_a_new_store_is_readable_by_its_owner_alone_and_an_existing_one_keeps_its_mode(tmp_path):
@@ -428,6 +443,13 @@ def test_a_server_gives_up_a_write_quickly_while_another_process_holds_the_lock(
         with pytest.raises(KeyStoreBusy):
             server_store.start_session(lifetime_seconds=600)
     assert server_store.create("Acme", "free", by="a test").record.status == "active"
+
+
+def test_a_server_waits_a_tenth_of_a_second_for_a_writer_and_the_cli_five(tmp_path, server_store):
+    # What SQLite was told, not a measured wait: the waits themselves are the tests above and below.
+    with contextlib.closing(KeyStore.open(tmp_path)) as cli_store:
+        waits = [store._db.execute("pragma busy_timeout").fetchone()[0] for store in (server_store, cli_store)]
+    assert waits == [100, 5000]
 
 
 def test_the_cli_waits_out_another_process_holding_the_write_lock(tmp_path):
