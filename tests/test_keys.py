@@ -445,6 +445,12 @@ def test_a_server_gives_up_a_write_quickly_while_another_process_holds_the_lock(
     assert server_store.create("Acme", "free", by="a test").record.status == "active"
 
 
+def test_an_sqlite_failure_neither_of_the_lock_nor_of_the_file_is_raised_as_it_is(store):
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
+        store.create("Acme", "free", by="a test")
+
+
 def test_a_server_waits_a_tenth_of_a_second_for_a_writer_and_the_cli_five(tmp_path, server_store):
     # What SQLite was told, not a measured wait: the waits themselves are the tests above and below.
     with contextlib.closing(KeyStore.open(tmp_path)) as cli_store:
