@@ -108,6 +108,7 @@ def test_an_angle_is_the_jsons_figure_to_a_tenth_of_a_degree(value):
 # those, they read "74.93°" and "-78.250°". No example of the tenths' test reaches that path.
 @example(74.92495, 2)
 @example(-78.24945, 3)
+@example(0.49995, 0)  # written 0.5, 1 whole: the float is 0.00005 from the tie, at the edge of the figure's reach
 def test_an_angle_to_any_decimals_is_the_jsons_figure_rounded(value, digits):
     step = Decimal(1).scaleb(-digits)
     assert formatting.degrees(value, digits) == f"{_rounded_by_size(_json_figure(value), str(step))}°"
