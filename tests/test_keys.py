@@ -126,6 +126,10 @@ def test_labels_are_checked(store, label, message):
         store.create(label, "free", by="a test")
 
 
+def test_a_label_of_100_characters_is_taken(store):
+    assert store.create("x" * 100, "free", by="a test").record.label == "x" * 100
+
+
 def test_a_key_is_recognised_only_while_active(store):
     issued = store.create("Acme", "free", by="a test")
     assert store.active_key(issued.key) == issued.record
