@@ -158,7 +158,7 @@ class StatusChange:
 
     key: ApiKey
     changed: bool
-    form_sent_before: bool = False
+    form_sent_before: bool
 
     def told(self) -> str:
         """The change in one sentence, as the CLI prints it and the console shows it."""
