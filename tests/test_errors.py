@@ -202,13 +202,18 @@ def test_a_chunked_body_over_16_kib_is_refused_and_the_connection_kept(live_serv
         connection.close()
 
 
+def send_a_chunked_mebibyte(client: socket.socket) -> None:
+    """A POST's head and MAX_DRAINED_BYTES of its chunked body, which may go on or end."""
+    client.sendall(b"POST /nope HTTP/1.1\r\nHost: solarserv\r\nTransfer-Encoding: chunked\r\n\r\n")
+    piece = b"x" * 65536
+    for _ in range(MAX_DRAINED_BYTES // len(piece)):
+        client.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+
+
 def test_a_chunked_body_still_coming_after_a_mebibyte_is_refused_at_once(live_server):
     host, port = urlsplit(live_server).hostname, urlsplit(live_server).port
     with socket.create_connection((host, port), timeout=30) as client:
-        client.sendall(b"POST /nope HTTP/1.1\r\nHost: solarserv\r\nTransfer-Encoding: chunked\r\n\r\n")
-        piece = b"x" * 65536
-        for _ in range(MAX_DRAINED_BYTES // len(piece)):
-            client.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        send_a_chunked_mebibyte(client)
         client.sendall(b"1\r\nx")  # one byte more, and the body goes on: the answer must not wait for its end
         response = http.client.HTTPResponse(client)
         response.begin()
@@ -219,10 +224,7 @@ def test_a_chunked_body_still_coming_after_a_mebibyte_is_refused_at_once(live_se
 def test_a_chunked_body_of_a_mebibyte_exactly_is_read_to_its_end_and_the_connection_kept(live_server):
     host, port = urlsplit(live_server).hostname, urlsplit(live_server).port
     with socket.create_connection((host, port), timeout=30) as client:
-        client.sendall(b"POST /nope HTTP/1.1\r\nHost: solarserv\r\nTransfer-Encoding: chunked\r\n\r\n")
-        piece = b"x" * 65536
-        for _ in range(MAX_DRAINED_BYTES // len(piece)):
-            client.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        send_a_chunked_mebibyte(client)
         client.sendall(b"0\r\n\r\n")
         refused = http.client.HTTPResponse(client)
         refused.begin()
