@@ -113,7 +113,7 @@ def _redis_url(text: str) -> str:
             raise ValueError("must name the socket, e.g. unix:///run/redis/redis.sock?db=0")
         if database is not None and not re.fullmatch("[0-9]+", database):
             raise ValueError(f"?db= must be a database number, got {database!r}")
-        return _with_options_redis_py_reads(text)
+        return _with_options_solarserv_takes(text)
     try:
         port = parts.port  # None when not given: redis-py's default, 6379
     except ValueError:  # not a number, or over 65535
@@ -124,10 +124,10 @@ def _redis_url(text: str) -> str:
         raise ValueError("give the database as the path (redis://host:port/N), not as ?db=")
     if not re.fullmatch("/?[0-9]*", parts.path):
         raise ValueError(f"the database (the URL's path) must be a number, got {parts.path!r}")
-    return _with_options_redis_py_reads(text)
+    return _with_options_solarserv_takes(text)
 
 
-def _with_options_redis_py_reads(url: str) -> str:
+def _with_options_solarserv_takes(url: str) -> str:
     # Imported here: solarserv.ratelimit imports this module, and only `serve` reads REDIS_URL.
     from solarserv.ratelimit import url_option_fault
 
