@@ -129,8 +129,10 @@ class Pipeline:
                 candidate["timezone"] = None
 
     async def _locate_coordinates(self, latitude: float, longitude: float) -> Location:
-        zone = self.timezones.zone_at(latitude, longitude)
         described = await self.geocoder.describe(latitude, longitude)
+        # The zone of the town holding the point where no zone's polygon does (an island the boundaries leave out), as
+        # for the town by name: a place found by name and its share link, its coordinates, then give one answer.
+        zone = self._zone_of(described.timezone if described else None, latitude, longitude)
         coordinates = format_coordinates(latitude, longitude)
         return Location(
             place_name=coordinates,

@@ -263,6 +263,11 @@ async def test_a_named_place_and_its_share_link_give_one_answer(api, place_name,
     ("La Aguada, Venezuela", "America/Caracas"),  # its point lies in the sea
     ("Liberpolis", "Europe/Zagreb"),  # its point lies in land between Croatia and Serbia that no zone's polygon holds
 ])
-async def test_a_named_place_whose_coordinates_have_no_zone_keeps_its_gazetteer_zone(api, place_name, zone):
+async def test_a_named_place_whose_coordinates_have_no_zone_keeps_its_gazetteer_zone_in_its_share_link_too(
+        api, place_name, zone):
     named = await post(api, {"date": "2026-07-14", "local_time": "14:30", "place_name": place_name})
     assert (named.status, named.json()["timezone"]) == (200, zone)
+    # Its share link is its coordinates, which no zone's polygon holds: the town whose extent holds them gives the zone.
+    shared = await api("/api/v1/solar-time?" + named.json()["share"]["url_params"])
+    assert (shared.status, shared.json()["timezone"], shared.json()["true_solar_time"]) == (
+        200, zone, named.json()["true_solar_time"])

@@ -39,7 +39,8 @@ class Geocoder(Protocol):
         ...
 
     async def describe(self, latitude: float, longitude: float) -> Place | None:
-        """A place to show for coordinates (display only); None when nothing sensible is near."""
+        """A place to show for coordinates; None when nothing sensible is near. Its ``timezone``, given only for a
+        town holding the point, is the point's zone where no zone's polygon holds it."""
         ...
 
 

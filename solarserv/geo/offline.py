@@ -196,8 +196,8 @@ class OfflineGeocoder:
     async def describe(self, latitude: float, longitude: float) -> Place | None:
         """The town the point is in ("Paris, Île-de-France, France"), else its distance and direction
         from the nearest populated place ("6 km N of Faramans, Auvergne-Rhône-Alpes, France"). None when
-        no place is near, or when the places or the index could not be read (display only: the request
-        goes on with the coordinates)."""
+        no place is near, or when the places or the index could not be read (the request goes on with the
+        coordinates)."""
         try:
             return await self._describe(latitude, longitude)
         except sqlite3.DatabaseError as failure:
@@ -218,8 +218,9 @@ class OfflineGeocoder:
         nearest = _nearest_place(gazetteer, towns, latitude, longitude)
         if nearest is None:
             return None
+        # No zone: the point is not in that place, and may lie where no zone's polygon reaches (out at sea).
         return Place(display_name=_relative(nearest), latitude=latitude, longitude=longitude,
-                     country_code=nearest.place.country_code, population=0, timezone=nearest.place.timezone)
+                     country_code=nearest.place.country_code, population=0)
 
 
 def town_radius_km(population: int) -> float:
