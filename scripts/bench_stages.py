@@ -53,7 +53,7 @@ def stage_table(pipeline: Pipeline, bodies: Sequence[str]) -> tuple[dict[str, fl
         timings[name] = time.process_time() - started
         return outputs
 
-    stored = json.loads(json.dumps(_answer(pipeline, bodies[0])))
+    stored = json.loads(json.dumps(asyncio.run(_answered(pipeline, bodies[0]))))
     timed(REFERENCE, lambda body: (json.loads(body), json.dumps(stored, ensure_ascii=False)), bodies)
     queries = timed("request parsing (JSON to a query)", lambda body: parse_json_fields(decode_json(body)), bodies)
     loop = asyncio.new_event_loop()
@@ -79,8 +79,7 @@ def one_at_a_time(pipeline: Pipeline, bodies: Sequence[str]) -> tuple[float, lis
     other stages' and not its own, where stage_table runs one stage's code over every request in turn."""
 
     async def answers() -> list[str]:
-        return [json.dumps(await pipeline.run(parse_json_fields(decode_json(body))), ensure_ascii=False)
-                for body in bodies]
+        return [json.dumps(await _answered(pipeline, body), ensure_ascii=False) for body in bodies]
 
     loop = asyncio.new_event_loop()
     try:
@@ -91,9 +90,9 @@ def one_at_a_time(pipeline: Pipeline, bodies: Sequence[str]) -> tuple[float, lis
         loop.close()
 
 
-def _answer(pipeline: Pipeline, body: str) -> dict[str, Any]:
-    query = parse_json_fields(decode_json(body))
-    return asyncio.run(pipeline.run(query))
+async def _answered(pipeline: Pipeline, body: str) -> dict[str, Any]:
+    """The service's answer to one request's JSON body, as its handler gets it."""
+    return await pipeline.run(parse_json_fields(decode_json(body)))
 
 
 def main(argv: list[str] | None = None) -> int:
